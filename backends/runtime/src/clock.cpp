@@ -1,0 +1,162 @@
+#include "clock.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <string>
+#include <time.h>
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <x86intrin.h>
+#endif
+
+namespace ferret::runtime::internal {
+
+namespace {
+
+std::int64_t read_clock(clockid_t id) noexcept {
+  timespec ts{};
+  clock_gettime(id, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+// The counter the header's inline hot path reads (detail::read_clock).
+std::uint64_t read_hardware_counter() noexcept {
+#if defined(__x86_64__)
+  return __rdtsc();
+#elif defined(__aarch64__)
+  std::uint64_t ticks;
+  __asm__ __volatile__("mrs %0, cntvct_el0" : "=r"(ticks));
+  return ticks;
+#else
+  return static_cast<std::uint64_t>(read_clock(CLOCK_MONOTONIC_RAW));
+#endif
+}
+
+constexpr clock_source hardware_source() noexcept {
+#if defined(__x86_64__)
+  return clock_source::tsc;
+#elif defined(__aarch64__)
+  return clock_source::cntvct;
+#else
+  return clock_source::monotonic_raw;
+#endif
+}
+
+// Pairs closer than this give a poor rate (tens of ns of jitter per pair).
+constexpr std::int64_t min_sync_spacing_ns = 10'000'000;
+constexpr std::int64_t first_sync_spacing_ns = 1'000'000;
+constexpr std::size_t max_sync_points = 4096;
+
+// Offsets times spacing overflow 64 bits after a few seconds of ticks.
+__extension__ using wide = __int128;
+
+}  // namespace
+
+std::int64_t monotonic_raw_ns() noexcept { return read_clock(CLOCK_MONOTONIC_RAW); }
+std::int64_t realtime_ns() noexcept { return read_clock(CLOCK_REALTIME); }
+
+bool hardware_counter_is_invariant() noexcept {
+#if defined(__x86_64__)
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid(0x80000000u, &eax, &ebx, &ecx, &edx) && eax >= 0x80000007u &&
+      __get_cpuid(0x80000007u, &eax, &ebx, &ecx, &edx) && (edx & (1u << 8)) != 0)
+    return true;
+  // Hypervisors often hide the CPUID bit; the kernel's own choice of the TSC
+  // as its clocksource means it checked the TSC is synchronised and stable.
+  std::ifstream source{"/sys/devices/system/clocksource/clocksource0/current_clocksource"};
+  std::string name;
+  return source >> name && name == "tsc";
+#elif defined(__aarch64__)
+  return true;  // the architected generic timer is system-wide and constant-rate
+#else
+  return false;
+#endif
+}
+
+void host_clock::start(bool hardware) noexcept {
+  source_ = hardware ? hardware_source() : clock_source::monotonic_raw;
+  // The hot path stamps with the hardware counter; on architectures without
+  // one it reads CLOCK_MONOTONIC_RAW itself, which is then always right.
+  hot_path_stamps_ = hardware || hardware_source() == clock_source::monotonic_raw;
+  start_ns_ = monotonic_raw_ns();
+  start_realtime_ns_ = realtime_ns();
+  first_ = sample();
+  points_.assign(1, first_);
+}
+
+std::string host_clock::source_name() const {
+  switch (source_) {
+    case clock_source::tsc: return "tsc";
+    case clock_source::cntvct: return "cntvct";
+    case clock_source::monotonic_raw: break;
+  }
+  return "CLOCK_MONOTONIC_RAW";
+}
+
+std::uint64_t host_clock::read() const noexcept {
+  if (source_ == clock_source::monotonic_raw)
+    return static_cast<std::uint64_t>(read_clock(CLOCK_MONOTONIC_RAW));
+  return read_hardware_counter();
+}
+
+host_clock::sync_point host_clock::sample() const noexcept {
+  if (source_ == clock_source::monotonic_raw) {
+    const std::int64_t ns = monotonic_raw_ns();
+    return {static_cast<std::uint64_t>(ns), ns};
+  }
+  // The pair whose counter readings bracket the clock_gettime call most
+  // tightly, with the counter taken at the bracket's middle.
+  sync_point best{};
+  std::uint64_t best_width = UINT64_MAX;
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    const std::uint64_t before = read_hardware_counter();
+    const std::int64_t ns = monotonic_raw_ns();
+    const std::uint64_t after = read_hardware_counter();
+    if (after - before < best_width) {
+      best_width = after - before;
+      best = {before + (after - before) / 2, ns};
+    }
+  }
+  return best;
+}
+
+void host_clock::add_sync_point() {
+  if (source_ == clock_source::monotonic_raw) return;
+  if (points_.size() == 1) {
+    // The first conversion needs a rate: wait out a short spacing once.
+    while (monotonic_raw_ns() - first_.ns < first_sync_spacing_ns) {
+    }
+  } else if (monotonic_raw_ns() - points_.back().ns < min_sync_spacing_ns) {
+    return;
+  }
+  const sync_point point = sample();
+  if (point.raw <= points_.back().raw || point.ns <= points_.back().ns) return;
+  points_.push_back(point);
+  if (points_.size() > max_sync_points) points_.pop_front();
+}
+
+std::int64_t host_clock::to_ns(std::uint64_t raw) const noexcept {
+  if (source_ == clock_source::monotonic_raw) return static_cast<std::int64_t>(raw) - start_ns_;
+  if (points_.size() < 2) return static_cast<std::int64_t>(raw - first_.raw);
+  // Segment around raw; before the first or after the last pair, the nearest
+  // segment's rate extrapolates.
+  auto upper = std::upper_bound(points_.begin(), points_.end(), raw,
+                                [](std::uint64_t value, const sync_point& p) { return value < p.raw; });
+  if (upper == points_.begin()) ++upper;
+  if (upper == points_.end()) --upper;
+  const sync_point& a = *(upper - 1);
+  const sync_point& b = *upper;
+  const wide offset = static_cast<wide>(raw) - static_cast<wide>(a.raw);
+  const wide ns = static_cast<wide>(a.ns) +
+                      offset * (b.ns - a.ns) / static_cast<wide>(b.raw - a.raw);
+  return static_cast<std::int64_t>(ns) - start_ns_;
+}
+
+double host_clock::ticks_per_second() const noexcept {
+  if (source_ == clock_source::monotonic_raw || points_.size() < 2) return 0.0;
+  const sync_point& last = points_.back();
+  return static_cast<double>(last.raw - first_.raw) * 1e9 / static_cast<double>(last.ns - first_.ns);
+}
+
+}  // namespace ferret::runtime::internal

@@ -1,0 +1,65 @@
+// clock.hpp — the host clock: raw readings on the hot path, nanoseconds at drain time.
+//
+// The hot path stores raw counter values (rdtsc on x86-64). Rather than trust a
+// nominal frequency, the runtime takes a (counter, CLOCK_MONOTONIC_RAW) pair at
+// the start and at every drain, and converts each raw value by linear
+// interpolation between the pairs around it: conversion is exact at every pair
+// and drift between pairs is bounded by the drain interval.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <string>
+
+namespace ferret::runtime::internal {
+
+enum class clock_source { tsc, cntvct, monotonic_raw };
+
+std::int64_t monotonic_raw_ns() noexcept;
+std::int64_t realtime_ns() noexcept;
+
+// Whether the CPU's counter can timestamp events from every core: the CPU
+// reports an invariant TSC, or the kernel itself uses it as its clocksource.
+bool hardware_counter_is_invariant() noexcept;
+
+class host_clock {
+ public:
+  // `hardware` selects the counter the inline hot path reads on this
+  // architecture; false selects CLOCK_MONOTONIC_RAW for every event.
+  void start(bool hardware) noexcept;
+
+  clock_source source() const noexcept { return source_; }
+  std::string source_name() const;
+  // True when the inline hot path may stamp events itself.
+  bool hot_path_stamps() const noexcept { return hot_path_stamps_; }
+
+  // A raw reading in this clock's unit (thread-safe).
+  std::uint64_t read() const noexcept;
+
+  // Adds a (raw, ns) pair; call from the draining thread only, before
+  // converting the events written up to now.
+  void add_sync_point();
+  // Nanoseconds since start() for a raw value (draining thread only).
+  std::int64_t to_ns(std::uint64_t raw) const noexcept;
+  // Measured counter frequency over the run so far (0 for monotonic_raw).
+  double ticks_per_second() const noexcept;
+
+  std::int64_t start_monotonic_raw_ns() const noexcept { return start_ns_; }
+  std::int64_t start_realtime_ns() const noexcept { return start_realtime_ns_; }
+
+ private:
+  struct sync_point {
+    std::uint64_t raw;
+    std::int64_t ns;  // CLOCK_MONOTONIC_RAW
+  };
+  sync_point sample() const noexcept;
+
+  clock_source source_ = clock_source::monotonic_raw;
+  bool hot_path_stamps_ = false;
+  std::int64_t start_ns_ = 0;
+  std::int64_t start_realtime_ns_ = 0;
+  sync_point first_{};
+  std::deque<sync_point> points_;  // recent pairs, ascending
+};
+
+}  // namespace ferret::runtime::internal

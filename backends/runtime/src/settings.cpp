@@ -1,0 +1,165 @@
+#include "settings.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <iterator>
+
+namespace ferret::runtime {
+
+namespace {
+constexpr setting table[] = {
+    {"FERRET_BACKEND", "comma-separated list of backend names", "none",
+     "Backends that receive the events (e.g. chrome). 'none' or unset: nothing is recorded and "
+     "each annotation costs one load and one branch."},
+    {"FERRET_OUTPUT", "path", "ferret-%e-%p",
+     "Output file, or directory when it ends in '/' or exists. Each backend adds its extension "
+     "(.json for chrome). %p: process id, %h: host name, %e: executable name, %%: '%'."},
+    {"FERRET_BUFFER_SIZE", "bytes, with K/M/G suffix, at least 256K", "64M",
+     "Memory for buffered events, all threads together (16 bytes per event). When it is full the "
+     "thread that needs space drains the buffers to the backends; events that still cannot be "
+     "kept are counted and reported."},
+    {"FERRET_FLUSH_INTERVAL", "milliseconds, 0 to 60000", "200",
+     "How often the background thread drains the buffers. 0: only when a buffer fills, at "
+     "ferret::flush() and at exit."},
+    {"FERRET_CLOCK", "auto, tsc or monotonic_raw", "auto",
+     "Host clock. auto: the CPU's invariant timestamp counter where the CPU or kernel vouches for "
+     "it, else CLOCK_MONOTONIC_RAW. The choice is written in the output's metadata."},
+    {"FERRET_VERBOSE", "0, 1 or 2", "1",
+     "0: errors only. 1: also one line per output at exit. 2: also start-up details."},
+};
+}  // namespace
+
+setting_table settings() noexcept { return {table, std::size(table)}; }
+
+namespace internal {
+namespace {
+
+std::string trim(std::string text) {
+  const auto not_space = [](unsigned char c) { return !std::isspace(c); };
+  text.erase(text.begin(), std::find_if(text.begin(), text.end(), not_space));
+  text.erase(std::find_if(text.rbegin(), text.rend(), not_space).base(), text.end());
+  return text;
+}
+
+const setting& entry(const char* variable) {
+  for (const setting& s : table)
+    if (std::string_view{s.variable} == variable) return s;
+  return table[0];  // unreachable: every caller names a row of the table
+}
+
+std::string value_of(env_lookup lookup, const char* variable) {
+  const char* raw = lookup(variable);
+  return trim(raw != nullptr ? raw : entry(variable).default_value);
+}
+
+std::string malformed(const char* variable, const std::string& value) {
+  return fmt::format("{}='{}' is not valid (expected {})", variable, value, entry(variable).kind);
+}
+
+std::optional<unsigned long> parse_unsigned(const std::string& text) {
+  unsigned long value = 0;
+  const char* first = text.data();
+  const char* last = first + text.size();
+  const auto [end, error] = std::from_chars(first, last, value);
+  if (error != std::errc{} || end != last || text.empty()) return std::nullopt;
+  return value;
+}
+
+bool valid_backend_name(const std::string& name) {
+  // Names become file names (libferret_<name>.so): keep them plain.
+  return !name.empty() && std::all_of(name.begin(), name.end(), [](unsigned char c) {
+    return std::islower(c) || std::isdigit(c) || c == '_';
+  });
+}
+
+}  // namespace
+
+std::optional<std::uint64_t> parse_size(const std::string& text) {
+  std::size_t digits = 0;
+  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
+  if (digits == 0) return std::nullopt;
+  const auto number = parse_unsigned(text.substr(0, digits));
+  if (!number) return std::nullopt;
+  std::string suffix = text.substr(digits);
+  std::transform(suffix.begin(), suffix.end(), suffix.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  unsigned shift = 0;
+  if (suffix.empty() || suffix == "B") shift = 0;
+  else if (suffix == "K" || suffix == "KB" || suffix == "KIB") shift = 10;
+  else if (suffix == "M" || suffix == "MB" || suffix == "MIB") shift = 20;
+  else if (suffix == "G" || suffix == "GB" || suffix == "GIB") shift = 30;
+  else return std::nullopt;
+  const std::uint64_t value = *number;
+  if (value > (UINT64_MAX >> shift)) return std::nullopt;
+  return value << shift;
+}
+
+std::optional<settings> parse_settings(env_lookup lookup, std::string& error) {
+  settings result{};
+
+  const std::string backends = value_of(lookup, "FERRET_BACKEND");
+  if (backends != "none" && !backends.empty()) {
+    std::size_t start = 0;
+    while (start <= backends.size()) {
+      const std::size_t comma = std::min(backends.find(',', start), backends.size());
+      std::string name = trim(backends.substr(start, comma - start));
+      if (!valid_backend_name(name)) {
+        error = fmt::format(
+            "FERRET_BACKEND='{}' is not valid (expected a comma-separated list of backend names "
+            "such as chrome, or none)",
+            backends);
+        return std::nullopt;
+      }
+      if (name != "none" &&
+          std::find(result.backends.begin(), result.backends.end(), name) == result.backends.end())
+        result.backends.push_back(std::move(name));
+      start = comma + 1;
+    }
+  }
+
+  result.output = value_of(lookup, "FERRET_OUTPUT");
+  if (result.output.empty()) {
+    error = malformed("FERRET_OUTPUT", result.output);
+    return std::nullopt;
+  }
+
+  const std::string buffer = value_of(lookup, "FERRET_BUFFER_SIZE");
+  const auto bytes = parse_size(buffer);
+  if (!bytes || *bytes < (256u << 10) || *bytes > (std::uint64_t{1} << 40)) {
+    error = malformed("FERRET_BUFFER_SIZE", buffer);
+    return std::nullopt;
+  }
+  result.buffer_bytes = static_cast<std::size_t>(*bytes);
+
+  const std::string interval = value_of(lookup, "FERRET_FLUSH_INTERVAL");
+  const auto ms = parse_unsigned(interval);
+  if (!ms || *ms > 60000) {
+    error = malformed("FERRET_FLUSH_INTERVAL", interval);
+    return std::nullopt;
+  }
+  result.flush_interval_ms = static_cast<unsigned>(*ms);
+
+  const std::string clock = value_of(lookup, "FERRET_CLOCK");
+  if (clock == "auto") result.clock = clock_choice::automatic;
+  else if (clock == "tsc") result.clock = clock_choice::tsc;
+  else if (clock == "monotonic_raw") result.clock = clock_choice::monotonic_raw;
+  else {
+    error = malformed("FERRET_CLOCK", clock);
+    return std::nullopt;
+  }
+
+  const std::string verbose = value_of(lookup, "FERRET_VERBOSE");
+  const auto level = parse_unsigned(verbose);
+  if (!level || *level > 2) {
+    error = malformed("FERRET_VERBOSE", verbose);
+    return std::nullopt;
+  }
+  result.verbose = static_cast<int>(*level);
+  return result;
+}
+
+}  // namespace internal
+}  // namespace ferret::runtime

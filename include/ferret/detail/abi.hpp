@@ -1,0 +1,122 @@
+// ferret/detail/abi.hpp — the contract between the header-only API and the
+// runtime library (libferret_runtime). Not part of the user-facing API.
+//
+//   application code ──(inline hot path)──▶ thread_buffer (runtime-owned memory)
+//          │                                      ▲
+//          └──(slow path: first event, full chunk, names, objects)──▶ runtime_api
+//
+// The header never links against the runtime: it finds it through a weak
+// symbol, so a library can ship annotations without a link dependency, and a
+// program without the runtime pays one load and one branch per annotation.
+// Everything here is versioned by abi_version; change it on any layout change.
+#pragma once
+
+#include "ferret/config.hpp"
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace ferret::detail {
+
+inline constexpr std::uint32_t abi_version = 1;
+
+// A static record per annotation call site (or per interned name). Its address
+// is the event's identity: the hot path stores a pointer, and the runtime reads
+// the strings only when it drains the buffers. Aligned to 8 so that the low
+// three bits of an event word are free for the event kind.
+struct alignas(8) site {
+  const char* name;
+  const char* domain;    // nullptr for the default domain
+  const char* function;  // pretty function name, or nullptr
+  const char* file;      // source file, or nullptr
+  std::uint32_t line;
+  std::uint32_t flags;
+};
+
+enum event_kind : std::uint64_t {
+  kind_begin = 0,    // region entered
+  kind_end = 1,      // region left (word carries the site, so misuse is detected)
+  kind_mark = 2,     // instant
+  kind_counter = 3,  // counter sample; the following slot's word holds the double
+  kind_mask = 7,
+};
+
+// One buffered event: 16 bytes. The timestamp is stored as the two halves the
+// clock instruction returns (one store each, no shift/or on the hot path).
+struct event {
+  std::uint32_t time_lo;
+  std::uint32_t time_hi;
+  std::uint64_t word;  // site address | event_kind, or a counter value's bits
+};
+static_assert(sizeof(event) == 16, "buffered events must stay 16 bytes");
+
+inline constexpr unsigned literal_cache_size = 32;
+
+struct literal_cache_entry {
+  const char* literal;
+  const char* domain;
+  const site* interned;
+};
+
+// Per-thread write cursor. The runtime allocates one per OS thread (it extends
+// this struct); the header only touches these fields, always from the owning
+// thread. pos is atomic so that the runtime's drainer can read the published
+// position concurrently (release store = a plain store on x86-64).
+struct thread_buffer {
+  std::atomic<event*> pos;
+  event* end;
+  literal_cache_entry literal_cache[literal_cache_size];
+};
+
+// Values of the per-DSO mode flag the hot path tests.
+enum : std::uint8_t { mode_off = 0, mode_unresolved = 1, mode_recording = 2 };
+
+enum class memory_kind : std::uint32_t { host = 0, pinned = 1, device = 2, managed = 3 };
+
+// Function table the runtime hands to each annotated shared object. Appending
+// members is compatible; anything else needs a new abi_version.
+struct runtime_api {
+  std::uint32_t abi_version;
+  std::uint32_t size;  // sizeof(runtime_api) as the runtime was built
+  // Writes `slots` (1 or 2) events for the calling thread; binds *slot to the
+  // thread's buffer on first use and switches chunks when one is full.
+  void (*write)(thread_buffer** slot, std::uint64_t word, std::uint64_t extra,
+                unsigned slots) noexcept;
+  // Maps a string literal (by address) to a site record and caches it in the
+  // calling thread's literal cache.
+  const site* (*intern_literal)(thread_buffer** slot, const char* literal,
+                                const char* domain) noexcept;
+  // Copies name into a site record owned by the runtime for the process lifetime.
+  const site* (*register_name)(const char* name, std::size_t length,
+                               const char* domain) noexcept;
+  void (*set_thread_name)(thread_buffer** slot, const char* name, std::size_t length) noexcept;
+  void (*set_metadata_string)(const char* key, std::size_t key_length, const char* value,
+                              std::size_t value_length) noexcept;
+  void (*set_metadata_number)(const char* key, std::size_t key_length, double value,
+                              bool is_integer) noexcept;
+  std::uint64_t (*register_data_object)(const char* name, std::size_t name_length,
+                                        const void* address, std::size_t bytes,
+                                        memory_kind memory, int device) noexcept;
+  void (*unregister_data_object)(std::uint64_t id) noexcept;
+  void (*unregister_data_object_at)(const void* address) noexcept;
+  void (*flush)() noexcept;
+  void (*set_recording)(bool on) noexcept;
+};
+
+}  // namespace ferret::detail
+
+// Defined by libferret_runtime. `mode_flag` is the calling shared object's
+// flag; the runtime keeps it to switch recording on and off.
+//
+// Code built against the ferret::runtime target (FERRET_RUNTIME_LINKED)
+// references it strongly, so linkers that drop unreferenced libraries
+// (--as-needed) keep the runtime. Elsewhere the reference is weak: without a
+// runtime in the process its address is null and every annotation stays off.
+#if defined(FERRET_RUNTIME_LINKED)
+extern "C" const ferret::detail::runtime_api* ferret_runtime_attach_v1(
+    std::uint32_t abi_version, std::atomic<std::uint8_t>* mode_flag) noexcept;
+#else
+extern "C" FERRET_WEAK const ferret::detail::runtime_api* ferret_runtime_attach_v1(
+    std::uint32_t abi_version, std::atomic<std::uint8_t>* mode_flag) noexcept;
+#endif

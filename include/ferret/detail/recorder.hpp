@@ -1,0 +1,140 @@
+// ferret/detail/recorder.hpp — the inline hot path. Not part of the user-facing API.
+//
+// Cost model (x86-64, see docs/performance.md for measurements):
+//   not recording:  one byte load + one branch per annotation;
+//   recording:      a TLS load, a bounds check, rdtsc and three stores.
+// Everything else (first event of a thread, full chunk, name interning, no
+// runtime at all) is out of line in the *_slow functions.
+#pragma once
+
+#include "ferret/detail/abi.hpp"
+
+#include <cstring>
+#if !defined(__x86_64__) && !defined(__aarch64__)
+#include <time.h>
+#endif
+
+namespace ferret::detail {
+
+// Per shared object (hidden), so the hot path reads them PC-relative / with
+// initial-exec TLS. The runtime learns each flag's address when the object
+// attaches, and binds each object's thread slot on the thread's first event.
+FERRET_DSO_LOCAL inline std::atomic<std::uint8_t> g_mode{mode_unresolved};
+FERRET_DSO_LOCAL inline std::atomic<const runtime_api*> g_api{nullptr};
+// Never written: its pos == end == nullptr sends a thread's first event to the
+// slow path, and its empty literal cache misses.
+FERRET_DSO_LOCAL inline thread_buffer g_unbound_buffer{};
+FERRET_DSO_LOCAL FERRET_TLS_MODEL inline thread_local thread_buffer* t_buffer =
+    &g_unbound_buffer;
+
+// No branch hint on purpose: a hint moves the recording path out of line and
+// costs it a jump back, while the test costs the same either way.
+FERRET_ALWAYS_INLINE bool recording() noexcept {
+  return g_mode.load(std::memory_order_relaxed) != mode_off;
+}
+
+FERRET_NOINLINE inline const runtime_api* resolve_runtime() noexcept {
+  const runtime_api* api = nullptr;
+#if defined(FERRET_RUNTIME_LINKED)
+  api = ferret_runtime_attach_v1(abi_version, &g_mode);
+#else
+  if (&ferret_runtime_attach_v1 != nullptr) api = ferret_runtime_attach_v1(abi_version, &g_mode);
+#endif
+  if (api == nullptr || api->abi_version != abi_version) {
+    api = nullptr;
+    g_mode.store(mode_off, std::memory_order_relaxed);
+  }
+  g_api.store(api, std::memory_order_release);
+  return api;
+}
+
+// The runtime's function table, attaching on first use; nullptr without a runtime.
+inline const runtime_api* runtime() noexcept {
+  if (const runtime_api* api = g_api.load(std::memory_order_acquire)) return api;
+  if (g_mode.load(std::memory_order_relaxed) == mode_unresolved) return resolve_runtime();
+  return nullptr;
+}
+
+FERRET_NOINLINE inline void write_slow(std::uint64_t word, std::uint64_t extra,
+                                       unsigned slots) noexcept {
+  if (const runtime_api* api = runtime()) api->write(&t_buffer, word, extra, slots);
+}
+
+FERRET_ALWAYS_INLINE void read_clock(event* e) noexcept {
+#if defined(__x86_64__)
+  std::uint32_t lo, hi;
+  __asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
+  e->time_lo = lo;
+  e->time_hi = hi;
+#elif defined(__aarch64__)
+  std::uint64_t ticks;
+  __asm__ __volatile__("mrs %0, cntvct_el0" : "=r"(ticks));
+  e->time_lo = static_cast<std::uint32_t>(ticks);
+  e->time_hi = static_cast<std::uint32_t>(ticks >> 32);
+#else
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+  const std::uint64_t ns = static_cast<std::uint64_t>(ts.tv_sec) * 1000000000u +
+                           static_cast<std::uint64_t>(ts.tv_nsec);
+  e->time_lo = static_cast<std::uint32_t>(ns);
+  e->time_hi = static_cast<std::uint32_t>(ns >> 32);
+#endif
+}
+
+// Appends one event. Call only when recording() is true.
+FERRET_ALWAYS_INLINE void write(std::uint64_t word) noexcept {
+  thread_buffer* buffer = t_buffer;
+  event* slot = buffer->pos.load(std::memory_order_relaxed);
+  if (FERRET_LIKELY(slot != buffer->end)) {
+    read_clock(slot);
+    slot->word = word;
+    buffer->pos.store(slot + 1, std::memory_order_release);
+  } else {
+    write_slow(word, 0, 1);
+  }
+}
+
+// Appends an event followed by a payload slot (counters).
+FERRET_ALWAYS_INLINE void write_with_payload(std::uint64_t word, std::uint64_t payload) noexcept {
+  thread_buffer* buffer = t_buffer;
+  event* slot = buffer->pos.load(std::memory_order_relaxed);
+  if (FERRET_LIKELY(buffer->end - slot >= 2)) {
+    read_clock(slot);
+    slot->word = word;
+    slot[1].time_lo = 0;
+    slot[1].time_hi = 0;
+    slot[1].word = payload;
+    buffer->pos.store(slot + 2, std::memory_order_release);
+  } else {
+    write_slow(word, payload, 2);
+  }
+}
+
+FERRET_ALWAYS_INLINE std::uint64_t word_of(const site* s, event_kind kind) noexcept {
+  // '+' rather than '|' (same value: sites are 8-aligned) folds into one lea.
+  return reinterpret_cast<std::uintptr_t>(s) + kind;
+}
+
+FERRET_NOINLINE inline const site* intern_literal_slow(const char* literal,
+                                                       const char* domain) noexcept {
+  const runtime_api* api = runtime();
+  return api ? api->intern_literal(&t_buffer, literal, domain) : nullptr;
+}
+
+// Maps a string literal to its site record through the thread's small cache;
+// the runtime interns on a miss. Returns nullptr when there is no runtime.
+FERRET_ALWAYS_INLINE const site* intern_literal(const char* literal, const char* domain) noexcept {
+  const literal_cache_entry& entry =
+      t_buffer->literal_cache[(reinterpret_cast<std::uintptr_t>(literal) >> 3) %
+                              literal_cache_size];
+  if (FERRET_LIKELY(entry.literal == literal && entry.domain == domain)) return entry.interned;
+  return intern_literal_slow(literal, domain);
+}
+
+inline std::uint64_t bits_of(double value) noexcept {
+  std::uint64_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  return bits;
+}
+
+}  // namespace ferret::detail
