@@ -194,6 +194,7 @@ struct session {
   std::vector<chunk> chunk_storage;
   std::mutex pool_mutex;
   std::vector<chunk*> free_chunks;
+  std::atomic<std::uint64_t> chunks_returned{0};  // progress measure for writers waiting on space
 
   std::mutex threads_mutex;
   std::vector<thread_state*> threads;
@@ -228,6 +229,7 @@ struct session {
     c->filled = nullptr;
     std::lock_guard lock{pool_mutex};
     free_chunks.push_back(c);
+    chunks_returned.fetch_add(1, std::memory_order_relaxed);
   }
   void wake() noexcept {
     const char byte = 1;
@@ -289,6 +291,8 @@ class runtime_state {
   bool initialized_ = false;
   settings config_{};
   std::atomic<session*> current_{nullptr};
+  // Sessions a fork child inherited and dropped, kept reachable on purpose.
+  std::vector<session*> abandoned_;
   // A fork child starts its own session at its first event, so that children
   // that only exec() leave no empty output behind.
   std::atomic<bool> restart_on_first_event_{false};
@@ -514,10 +518,14 @@ bool runtime_state::switch_chunk(session& s, thread_state& state) {
   const auto now = std::chrono::steady_clock::now();
   if (now < state.starved_until) return false;
   chunk* fresh = s.take_chunk();
-  if (fresh == nullptr && !t_in_drain) {
-    // The bound is reached: empty the buffers into the backends rather than grow.
+  // The bound is reached: empty the buffers into the backends rather than
+  // grow, for as long as draining frees chunks (other threads may take the
+  // freed ones first). The writer then runs at the backends' pace.
+  while (fresh == nullptr && !t_in_drain) {
+    const std::uint64_t returned_before = s.chunks_returned.load();
     drain(s, false);
     fresh = s.take_chunk();
+    if (fresh == nullptr && s.chunks_returned.load() == returned_before) break;
   }
   if (fresh == nullptr) {
     // Every chunk is some thread's current one: drop for a while rather than
@@ -913,6 +921,7 @@ void runtime_state::fork_child() {
   init_mutex_.unlock();
   session* parent = current_.exchange(nullptr);
   if (parent == nullptr) return;
+  abandoned_.push_back(parent);
   // The parent's session is abandoned as it is (its drainer does not exist here).
   for (auto& out : parent->backends) out->abandon();
   if (t_state != nullptr) {
