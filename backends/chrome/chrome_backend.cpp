@@ -1,0 +1,587 @@
+// The Chrome Trace Event JSON backend. See chrome_backend.hpp for the layout.
+//
+// Output goes through a plain fd and our own buffer rather than FILE* or
+// iostreams: a fork() child must be able to drop everything (abandon()) without
+// a library flushing buffered bytes into the parent's file behind our back.
+#include "chrome_backend.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <ctime>
+#include <iterator>
+#include <map>
+#include <unordered_map>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include <fcntl.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+namespace ferret::chrome {
+namespace {
+
+using runtime::data_object_change;
+using runtime::data_object_event;
+using runtime::name_info;
+using runtime::record;
+using runtime::record_kind;
+using runtime::session_info;
+using runtime::session_status;
+using runtime::thread_info;
+
+// Big enough that write(2) calls are rare, small enough to be negligible next
+// to the runtime's own buffers.
+constexpr std::size_t buffer_capacity = std::size_t{1} << 20;
+
+// Slack so that the event that crosses the threshold does not reallocate.
+constexpr std::size_t buffer_reserve = buffer_capacity + 64 * 1024;
+
+// Appends `ns` in microseconds with exactly three decimals. Integer arithmetic
+// only: a double holds ns exactly only up to 2^53 and would print rounding
+// noise such as 1234.5670000000002. This runs twice per region, hence
+// fmt::format_int (no format string to parse) rather than format_to.
+void append_us(std::string& out, std::int64_t ns) {
+  const bool negative = ns < 0;
+  // Negating in unsigned arithmetic is defined for INT64_MIN too.
+  const std::uint64_t magnitude =
+      negative ? ~static_cast<std::uint64_t>(ns) + 1U : static_cast<std::uint64_t>(ns);
+  if (negative) out.push_back('-');
+  const fmt::format_int whole{magnitude / 1000U};
+  out.append(whole.data(), whole.size());
+  const auto fraction = static_cast<unsigned>(magnitude % 1000U);
+  const char decimals[] = {'.', static_cast<char>('0' + fraction / 100U),
+                           static_cast<char>('0' + fraction / 10U % 10U),
+                           static_cast<char>('0' + fraction % 10U)};
+  out.append(decimals, sizeof decimals);
+}
+
+// ISO-8601 UTC with microseconds, e.g. "2024-05-01T12:34:56.789012Z" (quoted).
+void append_iso8601(std::string& out, std::int64_t realtime_ns) {
+  constexpr std::int64_t ns_per_s = 1'000'000'000;
+  std::int64_t seconds = realtime_ns / ns_per_s;
+  std::int64_t fraction = realtime_ns % ns_per_s;
+  if (fraction < 0) {  // floor division for instants before 1970
+    fraction += ns_per_s;
+    --seconds;
+  }
+  const auto time = static_cast<std::time_t>(seconds);
+  std::tm utc{};
+  if (gmtime_r(&time, &utc) == nullptr) {
+    append_json_string(out, "unknown");
+    return;
+  }
+  fmt::format_to(std::back_inserter(out), "\"{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}Z\"",
+                 utc.tm_year + 1900, utc.tm_mon + 1, utc.tm_mday, utc.tm_hour, utc.tm_min,
+                 utc.tm_sec, fraction / 1000);
+}
+
+void append_value(std::string& out, const runtime::metadata_value& value) {
+  if (const auto* text = std::get_if<std::string>(&value)) {
+    append_json_string(out, *text);
+  } else if (const auto* integer = std::get_if<std::int64_t>(&value)) {
+    fmt::format_to(std::back_inserter(out), "{}", *integer);
+  } else {
+    const double number = std::get<double>(value);
+    // JSON has no NaN or infinity; a string keeps the document valid.
+    if (std::isnan(number))
+      out.append("\"nan\"");
+    else if (std::isinf(number))
+      out.append(number > 0 ? "\"inf\"" : "\"-inf\"");
+    else
+      fmt::format_to(std::back_inserter(out), "{}", number);  // shortest round-trip form
+  }
+}
+
+void append_key(std::string& out, std::string_view key) {
+  append_json_string(out, key);
+  out.push_back(':');
+}
+
+// Two names denote the same region when they are the same record, or when
+// they carry the same text: begin("x") and end("x") in different translation
+// units may intern to different records.
+bool same_region(const name_info* a, const name_info* b) noexcept {
+  return a == b || (a->name == b->name && a->domain == b->domain);
+}
+
+struct frame {
+  const name_info* name;
+  std::int64_t begin_ns;
+};
+
+struct thread_state {
+  std::string name;  // as last written in its thread_name event
+  std::string ids;   // "pid":P,"tid":T — the same in all of its events
+  std::vector<frame> stack;
+};
+
+// The escaped, preformatted pieces of a name, built once per name_info::id.
+struct name_entry {
+  const name_info* source = nullptr;
+  std::string name_cat;  // "name":"...","cat":"..." (no cat for the default domain)
+  std::string location;  // "file":"...","line":N,"function":"..." or empty
+};
+
+struct live_object {
+  std::string name;  // escaped
+  std::uint64_t tid;
+};
+
+class chrome_backend final : public runtime::backend {
+ public:
+  chrome_backend(const session_info& session, std::string path, int fd)
+      : session_(session), path_(std::move(path)), fd_(fd) {
+    buffer_.reserve(buffer_reserve);
+  }
+
+  ~chrome_backend() override {
+    // Never writes: without a final flush the file stays as the last write
+    // left it (a valid document), and in a fork child that exits without
+    // calling abandon() this object is a copy that must not touch the file.
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+  chrome_backend(const chrome_backend&) = delete;
+  chrome_backend& operator=(const chrome_backend&) = delete;
+
+  /// Writes the head and a trailer, so that the file is valid from the start.
+  /// Returns 0, or the errno of the write that failed.
+  int start() {
+    buffer_.append("{\"traceEvents\":[\n");
+    begin_event();
+    buffer_.append(R"({"ph":"M","name":"process_name",)");
+    fmt::format_to(std::back_inserter(buffer_), "\"pid\":{},\"args\":{{\"name\":", session_.pid);
+    append_json_string(buffer_, session_.executable);
+    buffer_.push_back('}');
+    end_event();
+    write_out();
+    return failed_ ? error_number_ : 0;
+  }
+
+  void thread_records(const thread_info& thread, const record* records,
+                      std::size_t count) override {
+    if (closed_) return;
+    thread_state& state = thread_for(thread);
+    for (std::size_t i = 0; i < count; ++i) {
+      const record& r = records[i];
+      if (r.name == nullptr) continue;  // nothing sensible to write
+      end_ns_ = std::max(end_ns_, r.time_ns);
+      switch (r.kind) {
+        case record_kind::region_begin: state.stack.push_back(frame{r.name, r.time_ns}); break;
+        case record_kind::region_end: end_region(state, r); break;
+        case record_kind::mark: append_mark(state, r); break;
+        case record_kind::counter: append_counter(r); break;
+      }
+    }
+  }
+
+  void data_object(const data_object_event& event) override {
+    if (closed_ || event.object == nullptr) return;
+    end_ns_ = std::max(end_ns_, event.time_ns);
+    const runtime::data_object_info& object = *event.object;
+    if (event.change == data_object_change::registered) {
+      if (const auto it = live_.find(object.id); it != live_.end()) {
+        // The same id again: end the first lifetime so that b/e stay paired.
+        append_object_end(object.id, it->second, event.time_ns);
+        live_.erase(it);
+      }
+      live_object& live = live_[object.id];
+      append_json_string(live.name, object.name);
+      live.tid = event.tid;
+      append_object_begin(object, live, event.time_ns);
+    } else {
+      const auto it = live_.find(object.id);
+      if (it == live_.end()) return;  // never began: an e alone would be unmatched
+      append_object_end(object.id, it->second, event.time_ns);
+      live_.erase(it);
+    }
+  }
+
+  void flush(const session_status& status) override {
+    if (closed_) return;
+    remember_status(status);
+    if (status.final) finish_open_intervals();
+    write_out();
+    if (status.final) {
+      if (::close(fd_) != 0) fail(errno, "close");
+      fd_ = -1;
+      closed_ = true;
+    }
+  }
+
+  void abandon() noexcept override {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+    closed_ = true;
+    // Release memory, never write: the parent process owns the file.
+    std::string().swap(buffer_);
+    threads_.clear();
+    live_.clear();
+    names_.clear();
+  }
+
+  std::string describe() const override {
+    std::string line = fmt::format("chrome trace: {} ({} events)", path_, events_);
+    if (failed_) fmt::format_to(std::back_inserter(line), ", incomplete: {}", error_);
+    return line;
+  }
+
+ private:
+  // --- events -------------------------------------------------------------
+
+  void begin_event() {
+    if (events_ != 0) buffer_.append(",\n");
+    ++events_;
+  }
+
+  void end_event() {
+    buffer_.push_back('}');
+    if (buffer_.size() >= buffer_capacity) write_out();
+  }
+
+  const name_entry& entry_for(const name_info* name) {
+    if (name->id >= names_.size()) names_.resize(std::size_t{name->id} + 1);
+    name_entry& entry = names_[name->id];
+    if (entry.source == name) return entry;
+    entry.source = name;
+    entry.name_cat.clear();
+    entry.name_cat.append("\"name\":");
+    append_json_string(entry.name_cat, name->name);
+    if (!name->domain.empty()) {
+      entry.name_cat.append(",\"cat\":");
+      append_json_string(entry.name_cat, name->domain);
+    }
+    entry.location.clear();
+    if (!name->file.empty()) {
+      entry.location.append("\"file\":");
+      append_json_string(entry.location, name->file);
+      fmt::format_to(std::back_inserter(entry.location), ",\"line\":{}", name->line);
+      if (!name->function.empty()) {
+        entry.location.append(",\"function\":");
+        append_json_string(entry.location, name->function);
+      }
+    }
+    return entry;
+  }
+
+  thread_state& thread_for(const thread_info& thread) {
+    auto [it, inserted] = threads_.try_emplace(thread.tid);
+    thread_state& state = it->second;
+    if (inserted) {
+      state.ids = fmt::format("\"pid\":{},\"tid\":{}", session_.pid, thread.tid);
+      // The main thread first, the others in Perfetto's default order.
+      begin_event();
+      fmt::format_to(std::back_inserter(buffer_),
+                     R"({{"ph":"M","name":"thread_sort_index",{},"args":{{"sort_index":{}}}}})",
+                     state.ids, thread.is_main ? 0 : 1);
+      if (buffer_.size() >= buffer_capacity) write_out();
+    }
+    std::string name;
+    if (!thread.name.empty())
+      name = thread.name;
+    else if (thread.is_main)
+      name = "main";
+    else
+      name = fmt::format("thread {}", thread.tid);
+    if (inserted || name != state.name) {
+      state.name = std::move(name);
+      begin_event();
+      buffer_.append(R"({"ph":"M","name":"thread_name",)");
+      buffer_.append(state.ids);
+      buffer_.append(",\"args\":{\"name\":");
+      append_json_string(buffer_, state.name);
+      buffer_.push_back('}');
+      end_event();
+    }
+    return state;
+  }
+
+  // `note` goes into args.ferret; it marks slices whose end ferret supplied.
+  void append_complete(const thread_state& thread, const frame& open, std::int64_t end_ns,
+                       const char* note) {
+    const name_entry& entry = entry_for(open.name);
+    begin_event();
+    buffer_.append(R"({"ph":"X",)");
+    buffer_.append(entry.name_cat);
+    buffer_.push_back(',');
+    buffer_.append(thread.ids);
+    buffer_.append(",\"ts\":");
+    append_us(buffer_, open.begin_ns);
+    buffer_.append(",\"dur\":");
+    // Per-thread records are in time order, so this only guards against a
+    // clock that stepped back: a negative dur would be rejected.
+    append_us(buffer_, std::max<std::int64_t>(end_ns - open.begin_ns, 0));
+    if (!entry.location.empty() || note != nullptr) {
+      buffer_.append(",\"args\":{");
+      buffer_.append(entry.location);
+      if (note != nullptr) {
+        if (!entry.location.empty()) buffer_.push_back(',');
+        buffer_.append("\"ferret\":");
+        append_json_string(buffer_, note);
+      }
+      buffer_.push_back('}');
+    }
+    end_event();
+  }
+
+  void end_region(thread_state& thread, const record& end) {
+    std::vector<frame>& stack = thread.stack;
+    std::size_t match = stack.size();  // one past the matching frame
+    while (match > 0 && !same_region(stack[match - 1].name, end.name)) --match;
+    if (match == 0) {
+      ++unmatched_region_ends_;
+      return;
+    }
+    if (match < stack.size()) {
+      // Close the frames opened inside it here, so that slices still nest.
+      ++unbalanced_region_ends_;
+      for (std::size_t k = stack.size(); k > match; --k)
+        append_complete(thread, stack[k - 1], end.time_ns, "closed by unbalanced end");
+    }
+    append_complete(thread, stack[match - 1], end.time_ns, nullptr);
+    stack.resize(match - 1);
+  }
+
+  void append_mark(const thread_state& thread, const record& mark) {
+    const name_entry& entry = entry_for(mark.name);
+    begin_event();
+    buffer_.append(R"({"ph":"i","s":"t",)");
+    buffer_.append(entry.name_cat);
+    buffer_.push_back(',');
+    buffer_.append(thread.ids);
+    buffer_.append(",\"ts\":");
+    append_us(buffer_, mark.time_ns);
+    if (!entry.location.empty()) {
+      buffer_.append(",\"args\":{");
+      buffer_.append(entry.location);
+      buffer_.push_back('}');
+    }
+    end_event();
+  }
+
+  void append_counter(const record& sample) {
+    if (!std::isfinite(sample.value)) {
+      ++nonfinite_counter_samples_;  // JSON numbers cannot express it
+      return;
+    }
+    const name_entry& entry = entry_for(sample.name);
+    begin_event();
+    buffer_.append(R"({"ph":"C",)");
+    buffer_.append(entry.name_cat);
+    fmt::format_to(std::back_inserter(buffer_), ",\"pid\":{},\"ts\":", session_.pid);
+    append_us(buffer_, sample.time_ns);
+    fmt::format_to(std::back_inserter(buffer_), ",\"args\":{{\"value\":{}}}", sample.value);
+    end_event();
+  }
+
+  void append_object_begin(const runtime::data_object_info& object, const live_object& live,
+                           std::int64_t time_ns) {
+    begin_event();
+    fmt::format_to(std::back_inserter(buffer_),
+                   R"({{"ph":"b","cat":"data_object","id":"0x{:x}","name":)", object.id);
+    buffer_.append(live.name);
+    fmt::format_to(std::back_inserter(buffer_), ",\"pid\":{},\"tid\":{},\"ts\":", session_.pid,
+                   live.tid);
+    append_us(buffer_, time_ns);
+    fmt::format_to(std::back_inserter(buffer_),
+                   R"(,"args":{{"address":"0x{:x}","bytes":{},"memory":)", object.address,
+                   object.bytes);
+    append_json_string(buffer_, runtime::to_string(object.memory));
+    fmt::format_to(std::back_inserter(buffer_), ",\"device\":{}}}", object.device);
+    end_event();
+  }
+
+  void append_object_end(std::uint64_t id, const live_object& live, std::int64_t time_ns) {
+    begin_event();
+    fmt::format_to(std::back_inserter(buffer_),
+                   R"({{"ph":"e","cat":"data_object","id":"0x{:x}","name":)", id);
+    buffer_.append(live.name);
+    fmt::format_to(std::back_inserter(buffer_), ",\"pid\":{},\"tid\":{},\"ts\":", session_.pid,
+                   live.tid);
+    append_us(buffer_, time_ns);
+    end_event();
+  }
+
+  // At the final flush: what is still open ends at the session's end.
+  void finish_open_intervals() {
+    for (auto& [tid, state] : threads_) {
+      for (std::size_t k = state.stack.size(); k > 0; --k) {
+        append_complete(state, state.stack[k - 1], end_ns_, "unfinished");
+        ++unfinished_regions_;
+      }
+      state.stack.clear();
+    }
+    for (const auto& [id, live] : live_) append_object_end(id, live, end_ns_);
+    live_.clear();
+  }
+
+  // --- file ---------------------------------------------------------------
+
+  void fail(int error_number, const char* operation) {
+    if (failed_) return;  // the first error is the informative one
+    failed_ = true;
+    error_number_ = error_number;
+    error_ = fmt::format("{}: {}", operation, std::strerror(error_number));
+  }
+
+  bool write_at(const char* data, std::size_t size, off_t offset) {
+    while (size > 0) {
+      const ssize_t written = ::pwrite(fd_, data, size, offset);
+      if (written < 0) {
+        if (errno == EINTR) continue;
+        fail(errno, "write");
+        return false;
+      }
+      if (written == 0) {  // no progress and no errno: give up rather than spin
+        fail(EIO, "write");
+        return false;
+      }
+      data += written;
+      size -= static_cast<std::size_t>(written);
+      offset += written;
+    }
+    return true;
+  }
+
+  // Writes the buffered events where the trailer starts (over the old one).
+  void write_pending() {
+    if (!failed_ && fd_ >= 0 && !buffer_.empty() &&
+        write_at(buffer_.data(), buffer_.size(), events_end_))
+      events_end_ += static_cast<off_t>(buffer_.size());
+    buffer_.clear();  // after a failure, drop events rather than grow without bound
+  }
+
+  // Writes the buffered events and a trailer after them. Called at every
+  // flush and whenever the buffer fills, so the file on disk is a complete
+  // document after every write, not only after a flush.
+  void write_out() {
+    write_pending();
+    write_trailer();
+  }
+
+  // The parts of the metadata that come from the runtime, kept as text: the
+  // status is valid only during flush(), and the trailer is also rewritten
+  // when the buffer fills between flushes.
+  void remember_status(const session_status& status) {
+    status_metadata_.clear();
+    if (status.runtime_metadata != nullptr) {
+      for (const auto& [key, value] : *status.runtime_metadata) {
+        status_metadata_.push_back(',');
+        append_key(status_metadata_, key);
+        append_value(status_metadata_, value);
+      }
+    }
+    fmt::format_to(std::back_inserter(status_metadata_),
+                   ",\"events-recorded\":{},\"events-dropped\":{}", status.events_recorded,
+                   status.events_dropped);
+    run_metadata_.clear();
+    if (status.user_metadata != nullptr) {
+      for (const auto& [key, value] : *status.user_metadata) {
+        if (!run_metadata_.empty()) run_metadata_.push_back(',');
+        append_key(run_metadata_, key);
+        append_value(run_metadata_, value);
+      }
+    }
+  }
+
+  // Closes the document after the last event: the array, then the metadata.
+  void write_trailer() {
+    if (failed_ || fd_ < 0) return;
+    std::string& out = buffer_;  // empty: write_pending() ran just before
+    out.append("\n],\"metadata\":{");
+    append_key(out, "ferret-version");
+    append_json_string(out, session_.ferret_version);
+    out.append(",\"hostname\":");
+    append_json_string(out, session_.hostname);
+    fmt::format_to(std::back_inserter(out), ",\"pid\":{},\"executable\":", session_.pid);
+    append_json_string(out, session_.executable);
+    out.append(",\"command-line\":");
+    append_json_string(out, session_.command_line);
+    out.append(",\"clock-source\":");
+    append_json_string(out, session_.clock_source);
+    out.append(",\"start-time\":");
+    append_iso8601(out, session_.start_realtime_ns);
+    fmt::format_to(std::back_inserter(out), ",\"start-monotonic-raw-ns\":{}",
+                   session_.start_monotonic_raw_ns);
+    out.append(status_metadata_);
+    fmt::format_to(std::back_inserter(out),
+                   ",\"unbalanced-region-ends\":{},\"unmatched-region-ends\":{}"
+                   ",\"unfinished-regions\":{},\"nonfinite-counter-samples\":{},\"run\":{{",
+                   unbalanced_region_ends_, unmatched_region_ends_, unfinished_regions_,
+                   nonfinite_counter_samples_);
+    out.append(run_metadata_);
+    out.append("}}}\n");
+    // Write, then cut off whatever a longer earlier trailer left behind.
+    if (write_at(out.data(), out.size(), events_end_) &&
+        ::ftruncate(fd_, events_end_ + static_cast<off_t>(out.size())) != 0)
+      fail(errno, "truncate");
+    out.clear();
+  }
+
+  session_info session_;
+  std::string path_;
+  int fd_;
+  bool closed_ = false;  // after the final flush or abandon()
+  bool failed_ = false;  // a write failed: stop writing, say so in describe()
+  int error_number_ = 0;
+  std::string error_;
+
+  std::string status_metadata_;  // runtime metadata and event counts, from the last flush
+  std::string run_metadata_;     // user metadata (the "run" object's members)
+
+  std::string buffer_;     // events not yet written
+  off_t events_end_ = 0;   // file offset after the last written event = trailer start
+  std::uint64_t events_ = 0;  // events written or buffered
+  std::int64_t end_ns_ = 0;   // latest time seen: the session's end
+
+  std::unordered_map<std::uint64_t, thread_state> threads_;
+  std::vector<name_entry> names_;                // by name_info::id
+  std::map<std::uint64_t, live_object> live_;    // data objects by id
+
+  std::uint64_t unbalanced_region_ends_ = 0;
+  std::uint64_t unmatched_region_ends_ = 0;
+  std::uint64_t unfinished_regions_ = 0;
+  std::uint64_t nonfinite_counter_samples_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<runtime::backend> make_backend(const runtime::backend_context& context,
+                                               std::string& error) {
+  if (context.session == nullptr) {  // output_file() needs it too
+    error = fmt::format("cannot write the chrome trace to '{}': no session", context.output);
+    return nullptr;
+  }
+  std::string path = runtime::output_file(context, ".json");
+  const auto cannot_write = [&](int error_number) {
+    error = fmt::format("cannot write the chrome trace to '{}': {}", path,
+                        std::strerror(error_number));
+  };
+  int fd = -1;
+  do {
+    fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0) {
+    cannot_write(errno);
+    return nullptr;
+  }
+  auto backend = std::make_unique<chrome_backend>(*context.session, path, fd);
+  if (const int error_number = backend->start(); error_number != 0) {
+    cannot_write(error_number);
+    return nullptr;
+  }
+  return backend;
+}
+
+FERRET_REGISTER_BACKEND("chrome", "Chrome trace JSON, opens in Perfetto (ui.perfetto.dev)",
+                        make_backend);
+
+}  // namespace ferret::chrome

@@ -1,0 +1,42 @@
+// ferret/backends/chrome — writes Chrome Trace Event Format JSON, which
+// Perfetto (ui.perfetto.dev) and chrome://tracing open.
+//
+//   {"traceEvents":[
+//   {"ph":"M","name":"process_name",...},      one event per line
+//   {"ph":"X","name":"solve",...},
+//   ...
+//   ],"metadata":{...session facts, counts, "run":{...}}}
+//
+// The file is streamed: events go out through a 1 MiB buffer, and each time
+// they are written (at every flush() and whenever the buffer fills) the
+// trailer — the closing bracket and the metadata — is rewritten after the last
+// event. The file on disk is thus a complete document after each flush: a crash
+// or SIGKILL leaves a readable trace of everything flushed.
+//
+// Mapping: regions → complete events X (nested per thread; unbalanced ends and
+// regions still open at the end are closed and counted in the metadata), marks →
+// thread-scoped instants i, counters → C, data objects → async b/e events on
+// the process (category "data_object").
+#pragma once
+
+#include "ferret/runtime/backend.hpp"
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace ferret::chrome {
+
+/// Opens the output file (runtime::output_file(context, ".json")) and writes
+/// the document's head. On failure returns nullptr and sets `error` to
+/// "cannot write the chrome trace to '<path>': <reason>".
+FERRET_EXPORT std::unique_ptr<runtime::backend> make_backend(
+    const runtime::backend_context& context, std::string& error);
+
+/// Appends `bytes` as a quoted JSON string. Invalid UTF-8 (overlong forms,
+/// surrogates, code points above U+10FFFF, truncated sequences, stray
+/// continuation bytes) becomes one \ufffd per offending byte; '"', '\\' and
+/// every byte below 0x20 are escaped.
+FERRET_EXPORT void append_json_string(std::string& out, std::string_view bytes);
+
+}  // namespace ferret::chrome
