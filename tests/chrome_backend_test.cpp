@@ -1,0 +1,782 @@
+// Tests of the Chrome Trace Event JSON backend, driven directly (no runtime
+// session): records go in through the backend interface, and every file that
+// comes out is checked by ferret::trace_check and then read back with
+// nlohmann::json to compare values.
+#include "chrome_backend.hpp"
+#include "trace_check.hpp"
+
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <initializer_list>
+#include <limits>
+#include <memory>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <signal.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+namespace {
+
+namespace rt = ferret::runtime;
+namespace check = ferret::trace_check;
+using nlohmann::json;
+using rt::record_kind;
+
+constexpr std::uint32_t test_pid = 4242;
+constexpr std::uint64_t worker_tid = 4243;
+
+// A fresh directory under $TMPDIR, removed with its contents afterwards.
+class temp_dir {
+ public:
+  temp_dir() {
+    std::string pattern =
+        (std::filesystem::temp_directory_path() / "ferret-chrome-test-XXXXXX").string();
+    if (mkdtemp(pattern.data()) == nullptr)
+      throw std::runtime_error(std::string{"mkdtemp: "} + std::strerror(errno));
+    path_ = pattern;
+  }
+  ~temp_dir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  temp_dir(const temp_dir&) = delete;
+  temp_dir& operator=(const temp_dir&) = delete;
+  std::string file(std::string_view name) const { return path_ + "/" + std::string{name}; }
+
+ private:
+  std::string path_;
+};
+
+std::string read_file(const std::string& path) {
+  std::ifstream in{path, std::ios::binary};
+  REQUIRE_MESSAGE(in.good(), "cannot read " << path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Checks the file strictly (every error is printed) and returns the report.
+check::report checked(const std::string& path) {
+  check::report report = check::check_file(path);
+  std::string errors;
+  for (const std::string& line : report.errors) errors += line + "\n";
+  CHECK_MESSAGE(report.ok(), "trace_check found " << report.error_count << " errors:\n"
+                                                  << errors);
+  return report;
+}
+
+json parse_file(const std::string& path) { return json::parse(read_file(path)); }
+
+std::vector<json> events_of(const json& doc, std::string_view phase) {
+  std::vector<json> found;
+  for (const json& event : doc.at("traceEvents"))
+    if (event.at("ph") == phase) found.push_back(event);
+  return found;
+}
+
+// The only event with this phase and name (fails the test otherwise).
+json the_event(const json& doc, std::string_view phase, std::string_view name) {
+  std::vector<json> found;
+  for (const json& event : events_of(doc, phase))
+    if (event.value("name", "") == name) found.push_back(event);
+  REQUIRE_MESSAGE(found.size() == 1, found.size() << " " << phase << " events named " << name);
+  return found.front();
+}
+
+// Name records with stable addresses and dense ids, as the runtime hands out.
+class name_table {
+ public:
+  const rt::name_info* add(std::string name, std::string domain = {}, std::string file = {},
+                           std::uint32_t line = 0, std::string function = {}) {
+    names_.push_back(rt::name_info{static_cast<std::uint32_t>(names_.size()), std::move(name),
+                                   std::move(domain), std::move(function), std::move(file),
+                                   line});
+    return &names_.back();
+  }
+
+ private:
+  std::deque<rt::name_info> names_;
+};
+
+rt::record begin(std::int64_t ns, const rt::name_info* name) {
+  return {ns, record_kind::region_begin, name, 0.0};
+}
+rt::record end(std::int64_t ns, const rt::name_info* name) {
+  return {ns, record_kind::region_end, name, 0.0};
+}
+rt::record mark(std::int64_t ns, const rt::name_info* name) {
+  return {ns, record_kind::mark, name, 0.0};
+}
+rt::record sample(std::int64_t ns, const rt::name_info* name, double value) {
+  return {ns, record_kind::counter, name, value};
+}
+
+rt::session_info make_session() {
+  rt::session_info session;
+  session.pid = test_pid;
+  session.hostname = "testhost";
+  session.executable = "app";
+  session.command_line = "app --size 3";
+  session.clock_source = "tsc";
+  session.start_monotonic_raw_ns = 987654321;
+  session.start_realtime_ns = 1'700'000'000'123'456'789;  // 2023-11-14T22:13:20.123456Z
+  session.ferret_version = "0.1.0-test";
+  return session;
+}
+
+// One backend writing <tempdir>/trace.json, with the runtime's side faked.
+struct fixture {
+  temp_dir dir;
+  rt::session_info session = make_session();
+  std::string path = dir.file("trace.json");
+  rt::metadata_list runtime_metadata{{"clock-frequency-hz", std::int64_t{2'500'000'000}}};
+  rt::metadata_list user_metadata;
+  std::uint64_t recorded = 0;
+  name_table names;
+  rt::thread_info main_thread{test_pid, test_pid, {}, true};
+  rt::thread_info worker{test_pid, worker_tid, "worker", false};
+  std::unique_ptr<rt::backend> backend;
+
+  fixture() {
+    std::string error;
+    const rt::backend_context context{&session, path, false};
+    backend = ferret::chrome::make_backend(context, error);
+    REQUIRE_MESSAGE(backend != nullptr, error);
+    CHECK(error.empty());
+  }
+
+  void feed(const rt::thread_info& thread, std::initializer_list<rt::record> records) {
+    backend->thread_records(thread, records.begin(), records.size());
+    recorded += records.size();
+  }
+
+  void flush(bool final) {
+    const rt::session_status status{&runtime_metadata, &user_metadata, recorded, 7, final};
+    backend->flush(status);
+  }
+};
+
+std::string escaped(std::string_view bytes) {
+  std::string out;
+  ferret::chrome::append_json_string(out, bytes);
+  return out;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+
+TEST_CASE("append_json_string escapes what JSON requires and nothing else") {
+  CHECK(escaped("plain text") == R"("plain text")");
+  CHECK(escaped("") == R"("")");
+  CHECK(escaped("say \"hi\" \\o/") == R"("say \"hi\" \\o/")");
+  CHECK(escaped("\n\t\r\b\f") == R"("\n\t\r\b\f")");
+  CHECK(escaped("a\x01z\x1f") == R"("a\u0001z\u001f")");
+  CHECK(escaped(std::string_view{"a\0b", 3}) == R"("a\u0000b")");
+  CHECK(escaped("/\x7f") == "\"/\x7f\"");  // DEL and '/' need no escape
+
+  std::string out = "prefix:";
+  ferret::chrome::append_json_string(out, "x");
+  CHECK(out == "prefix:\"x\"");  // appends, keeps what was there
+}
+
+TEST_CASE("append_json_string keeps valid UTF-8 and replaces each invalid byte") {
+  // Valid, including the boundaries of each sequence length.
+  for (const char* valid : {"\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80", "\xc2\x80",
+                            "\xdf\xbf", "\xe0\xa0\x80", "\xed\x9f\xbf", "\xee\x80\x80",
+                            "\xef\xbf\xbf", "\xf0\x90\x80\x80", "\xf4\x8f\xbf\xbf"}) {
+    CAPTURE(valid);
+    CHECK(escaped(valid) == "\"" + std::string{valid} + "\"");
+  }
+  const std::string r = "\\ufffd";
+  CHECK(escaped("a\xff" "b") == "\"a" + r + "b\"");
+  CHECK(escaped("\xe2\x82") == "\"" + r + r + "\"");               // truncated at the end
+  CHECK(escaped("\xe2\x82z") == "\"" + r + r + "z\"");             // truncated by ASCII
+  // Truncated by the end of the view, though the bytes after it would complete it.
+  CHECK(escaped(std::string_view{"\xe2\x82\xac", 2}) == "\"" + r + r + "\"");
+  CHECK(escaped(std::string_view{"\xf0\x9f\x98\x80", 3}) == "\"" + r + r + r + "\"");
+  CHECK(escaped("\xc0\xaf") == "\"" + r + r + "\"");               // overlong '/'
+  CHECK(escaped("\xc1\xbf") == "\"" + r + r + "\"");               // overlong
+  CHECK(escaped("\xe0\x9f\xbf") == "\"" + r + r + r + "\"");       // overlong 3-byte
+  CHECK(escaped("\xf0\x8f\xbf\xbf") == "\"" + r + r + r + r + "\"");  // overlong 4-byte
+  CHECK(escaped("\xed\xa0\x80") == "\"" + r + r + r + "\"");       // surrogate U+D800
+  CHECK(escaped("\xed\xbf\xbf") == "\"" + r + r + r + "\"");       // surrogate U+DFFF
+  CHECK(escaped("\xf4\x90\x80\x80") == "\"" + r + r + r + r + "\"");  // U+110000
+  CHECK(escaped("\xf5\x80\x80\x80") == "\"" + r + r + r + r + "\"");
+  CHECK(escaped("\x80") == "\"" + r + "\"");                       // stray continuation
+  CHECK(escaped("\xc3\xa9\xa9") == "\"\xc3\xa9" + r + "\"");       // one too many
+  // A valid character right after an invalid lead byte survives.
+  CHECK(escaped("\xe2\xc3\xa9") == "\"" + r + "\xc3\xa9\"");
+}
+
+TEST_CASE("regions nest on two threads with exact times and durations") {
+  fixture f;
+  const auto* outer = f.names.add("outer", "solver", "solver.cpp", 12, "void solve()");
+  const auto* inner = f.names.add("inner");
+  const auto* task = f.names.add("task");
+  f.feed(f.main_thread, {begin(1'000, outer), begin(2'000, inner), end(3'500, inner)});
+  // The worker's region spans two batches, the main thread's outer too.
+  f.feed(f.worker, {begin(500, task)});
+  f.feed(f.worker, {end(1'501, task), begin(1'600, task), end(1'600, task)});
+  f.feed(f.main_thread, {end(10'000, outer)});
+  f.flush(true);
+
+  const check::report report = checked(f.path);
+  CHECK(report.phase_counts.at("X") == 4);
+  CHECK(report.name_counts.at("task") == 2);
+  CHECK(report.threads.count({test_pid, test_pid}) == 1);
+  CHECK(report.threads.count({test_pid, worker_tid}) == 1);
+  CHECK(report.process_names.at(test_pid) == "app");
+  CHECK(report.thread_names.at({test_pid, test_pid}) == "main");
+  CHECK(report.thread_names.at({test_pid, worker_tid}) == "worker");
+
+  const std::string text = read_file(f.path);
+  CHECK(text.find(R"("ts":1.000,"dur":9.000)") != std::string::npos);
+  CHECK(text.find(R"("ts":2.000,"dur":1.500)") != std::string::npos);
+  CHECK(text.find(R"("ts":0.500,"dur":1.001)") != std::string::npos);
+  CHECK(text.find(R"("ts":1.600,"dur":0.000)") != std::string::npos);
+
+  const json doc = json::parse(text);
+  const json x_outer = the_event(doc, "X", "outer");
+  CHECK(x_outer.at("tid") == test_pid);
+  CHECK(x_outer.at("pid") == test_pid);
+  CHECK(x_outer.at("cat") == "solver");
+  CHECK(x_outer.at("ts").get<double>() == 1.0);
+  CHECK(x_outer.at("dur").get<double>() == 9.0);
+  CHECK(x_outer.at("args") ==
+        json({{"file", "solver.cpp"}, {"line", 12}, {"function", "void solve()"}}));
+  const json x_inner = the_event(doc, "X", "inner");
+  CHECK(x_inner.at("tid") == test_pid);
+  CHECK_FALSE(x_inner.contains("cat"));  // default domain
+  CHECK_FALSE(x_inner.contains("args"));  // no source location
+  CHECK(x_inner.at("dur").get<double>() == 1.5);
+  for (const json& x : events_of(doc, "X"))
+    if (x.at("name") == "task") CHECK(x.at("tid") == worker_tid);
+  CHECK(doc.at("metadata").at("unbalanced-region-ends") == 0);
+  CHECK(doc.at("metadata").at("unmatched-region-ends") == 0);
+  CHECK(doc.at("metadata").at("unfinished-regions") == 0);
+}
+
+TEST_CASE("timestamps are microseconds with exactly three decimals") {
+  fixture f;
+  const auto* tick = f.names.add("tick");
+  const auto* span = f.names.add("span");
+  f.feed(f.main_thread, {mark(0, tick), mark(5, tick), mark(999, tick), mark(1'000, tick),
+                         mark(1'234'567, tick), mark(1'234'567'890'123'456'789, tick),
+                         begin(2'000'001, span), end(2'000'002, span)});
+  f.flush(true);
+  checked(f.path);
+  const std::string text = read_file(f.path);
+  for (const char* ts : {R"("ts":0.000})", R"("ts":0.005})", R"("ts":0.999})",
+                         R"("ts":1.000})", R"("ts":1234.567})",
+                         R"("ts":1234567890123456.789})", R"("ts":2000.001,"dur":0.001)"}) {
+    CAPTURE(ts);
+    CHECK(text.find(ts) != std::string::npos);
+  }
+}
+
+TEST_CASE("negative times are formatted exactly too") {
+  // The checker rejects negative ts (Perfetto would), so only the text is
+  // checked here: times before the session start must not come out garbled.
+  fixture f;
+  const auto* tick = f.names.add("tick");
+  f.feed(f.main_thread, {mark(-5, tick), mark(-1'500, tick), mark(-1'234'567, tick),
+                         mark(std::numeric_limits<std::int64_t>::min(), tick)});
+  f.flush(true);
+  const std::string text = read_file(f.path);
+  CHECK(json::accept(text));
+  for (const char* ts : {R"("ts":-0.005})", R"("ts":-1.500})", R"("ts":-1234.567})",
+                         R"("ts":-9223372036854775.808})"}) {
+    CAPTURE(ts);
+    CHECK(text.find(ts) != std::string::npos);
+  }
+}
+
+TEST_CASE("marks are instants on their thread") {
+  fixture f;
+  const auto* converged = f.names.add("converged", "solver", "solver.cpp", 40);
+  const auto* step = f.names.add("step");
+  f.feed(f.worker, {mark(2'500, converged)});
+  f.feed(f.main_thread, {mark(3'000, step), mark(4'000, step)});
+  f.flush(true);
+
+  const check::report report = checked(f.path);
+  CHECK(report.phase_counts.at("i") == 3);
+  CHECK(report.name_counts.at("step") == 2);
+  const json doc = parse_file(f.path);
+  const json i = the_event(doc, "i", "converged");
+  CHECK(i.at("s") == "t");
+  CHECK(i.at("tid") == worker_tid);
+  CHECK(i.at("pid") == test_pid);
+  CHECK(i.at("cat") == "solver");
+  CHECK(i.at("ts").get<double>() == 2.5);
+  CHECK(i.at("args").at("file") == "solver.cpp");
+  CHECK(i.at("args").at("line") == 40);
+  for (const json& e : events_of(doc, "i"))
+    if (e.at("name") == "step") CHECK(e.at("tid") == test_pid);
+}
+
+TEST_CASE("counters are C events; non-finite samples are skipped and counted") {
+  fixture f;
+  const auto* residual = f.names.add("residual", "solver");
+  const auto* depth = f.names.add("queue depth");
+  f.feed(f.main_thread, {sample(1'000, residual, 0.5), sample(2'000, residual, std::nan("")),
+                         sample(3'000, residual, 1e-300), sample(3'500, depth, 3.0)});
+  f.feed(f.worker, {sample(4'000, residual, std::numeric_limits<double>::infinity()),
+                    sample(5'000, depth, -2.0),
+                    sample(6'000, depth, -std::numeric_limits<double>::infinity())});
+  f.flush(true);
+
+  const check::report report = checked(f.path);
+  CHECK(report.phase_counts.at("C") == 4);
+  CHECK(report.name_counts.at("residual") == 2);
+  CHECK(report.metadata.at("nonfinite-counter-samples") == 3);
+
+  const json doc = parse_file(f.path);
+  std::vector<double> residuals;
+  for (const json& c : events_of(doc, "C")) {
+    CHECK(c.at("pid") == test_pid);
+    if (c.at("name") == "residual") {
+      CHECK(c.at("cat") == "solver");
+      residuals.push_back(c.at("args").at("value").get<double>());
+    } else {
+      CHECK_FALSE(c.contains("cat"));
+    }
+  }
+  CHECK(residuals == std::vector<double>{0.5, 1e-300});
+}
+
+TEST_CASE("data objects are async b/e pairs; live ones end at the final flush") {
+  fixture f;
+  const rt::data_object_info a{1, "A", 0x1000, 4096, rt::memory_kind::device, 0};
+  const rt::data_object_info b{0x2a, "B \"pool\"", 0x7f0000001000, 1 << 20,
+                               rt::memory_kind::host, -1};
+  const auto* work = f.names.add("work");
+  f.backend->data_object({100, rt::data_object_change::registered, test_pid, &a});
+  f.backend->data_object({200, rt::data_object_change::registered, worker_tid, &b});
+  f.feed(f.main_thread, {begin(250, work), end(1'000, work)});
+  f.backend->data_object({300, rt::data_object_change::unregistered, test_pid, &a});
+  // The latest time seen comes from a data-object event: it ends the session.
+  const rt::data_object_info c{3, "C", 0x9000, 8, rt::memory_kind::managed, 1};
+  f.backend->data_object({5'000, rt::data_object_change::registered, test_pid, &c});
+  // Unknown ids have no b to pair with: nothing is written for them.
+  const rt::data_object_info ghost{99, "ghost", 0x1, 1, rt::memory_kind::host, -1};
+  f.backend->data_object({400, rt::data_object_change::unregistered, test_pid, &ghost});
+  f.flush(true);
+
+  const check::report report = checked(f.path);
+  CHECK(report.phase_counts.at("b") == 3);
+  CHECK(report.phase_counts.at("e") == 3);
+  const json doc = parse_file(f.path);
+  const json b_a = the_event(doc, "b", "A");
+  CHECK(b_a.at("cat") == "data_object");
+  CHECK(b_a.at("id") == "0x1");
+  CHECK(b_a.at("pid") == test_pid);
+  CHECK(b_a.at("ts").get<double>() == 0.1);
+  CHECK(b_a.at("args") == json({{"address", "0x1000"},
+                                {"bytes", 4096},
+                                {"memory", std::string{rt::to_string(rt::memory_kind::device)}},
+                                {"device", 0}}));
+  const json e_a = the_event(doc, "e", "A");
+  CHECK(e_a.at("id") == "0x1");
+  CHECK(e_a.at("cat") == "data_object");
+  CHECK(e_a.at("ts").get<double>() == 0.3);
+
+  const json b_b = the_event(doc, "b", "B \"pool\"");
+  CHECK(b_b.at("id") == "0x2a");
+  CHECK(b_b.at("args").at("address") == "0x7f0000001000");
+  CHECK(b_b.at("args").at("bytes") == 1 << 20);
+  CHECK(b_b.at("args").at("memory") == std::string{rt::to_string(rt::memory_kind::host)});
+  CHECK(b_b.at("args").at("device") == -1);
+  // B and C were never unregistered: closed at the session end (5 µs).
+  CHECK(the_event(doc, "e", "B \"pool\"").at("ts").get<double>() == 5.0);
+  CHECK(the_event(doc, "e", "C").at("ts").get<double>() == 5.0);
+  CHECK(the_event(doc, "e", "C").at("id") == "0x3");
+}
+
+TEST_CASE("unbalanced and unmatched region ends are repaired and counted") {
+  fixture f;
+  const auto* a = f.names.add("a", {}, "a.cpp", 1);
+  const auto* b = f.names.add("b");
+  const auto* c = f.names.add("c");
+  const auto* z = f.names.add("z");
+  // "a" again under another record (another translation unit's literal).
+  const auto* a_elsewhere = f.names.add("a");
+  f.feed(f.main_thread, {begin(0, a), begin(10, b), begin(20, c),
+                         end(30, a),  // closes c and b first
+                         end(40, z),  // nothing open: ignored
+                         end(50, a),  // already closed: ignored
+                         begin(60, a), end(70, a_elsewhere)});
+  f.flush(true);
+
+  const check::report report = checked(f.path);
+  CHECK(report.phase_counts.at("X") == 4);
+  CHECK(report.metadata.at("unbalanced-region-ends") == 1);
+  CHECK(report.metadata.at("unmatched-region-ends") == 2);
+  CHECK(report.metadata.at("unfinished-regions") == 0);
+
+  const json doc = parse_file(f.path);
+  for (const char* name : {"b", "c"}) {
+    const json x = the_event(doc, "X", name);
+    CHECK(x.at("args").at("ferret") == "closed by unbalanced end");
+    CHECK(x.at("ts").get<double>() + x.at("dur").get<double>() == doctest::Approx(0.030));
+  }
+  CHECK(the_event(doc, "X", "c").at("ts").get<double>() == doctest::Approx(0.020));
+  int a_count = 0;
+  for (const json& x : events_of(doc, "X")) {
+    if (x.at("name") != "a") continue;
+    ++a_count;
+    CHECK_FALSE(x.at("args").contains("ferret"));
+    CHECK(x.at("args").at("file") == "a.cpp");
+  }
+  CHECK(a_count == 2);
+  CHECK(report.name_counts.count("z") == 0);
+}
+
+TEST_CASE("regions still open at the final flush end at the session end") {
+  fixture f;
+  const auto* run = f.names.add("run", {}, "main.cpp", 3);
+  const auto* phase = f.names.add("phase");
+  const auto* done = f.names.add("done");
+  f.feed(f.main_thread, {begin(100, run), begin(200, phase)});
+  f.feed(f.worker, {mark(5'000, done)});
+  f.flush(false);
+  // Not final: nothing is closed yet, and the file is valid without them.
+  CHECK(checked(f.path).phase_counts.count("X") == 0);
+
+  const rt::data_object_info late{7, "late", 0x10, 16, rt::memory_kind::host, -1};
+  f.backend->data_object({9'000, rt::data_object_change::registered, worker_tid, &late});
+  f.backend->data_object({9'100, rt::data_object_change::unregistered, worker_tid, &late});
+  f.flush(true);
+
+  const check::report report = checked(f.path);
+  CHECK(report.phase_counts.at("X") == 2);
+  CHECK(report.metadata.at("unfinished-regions") == 2);
+  const std::string text = read_file(f.path);
+  CHECK(text.find(R"("ts":0.100,"dur":9.000)") != std::string::npos);
+  CHECK(text.find(R"("ts":0.200,"dur":8.900)") != std::string::npos);
+  const json doc = json::parse(text);
+  const json x_run = the_event(doc, "X", "run");
+  CHECK(x_run.at("args") == json({{"file", "main.cpp"}, {"line", 3}, {"ferret", "unfinished"}}));
+  CHECK(the_event(doc, "X", "phase").at("args") == json({{"ferret", "unfinished"}}));
+}
+
+TEST_CASE("names with quotes, control bytes and invalid UTF-8 come out valid") {
+  fixture f;
+  const std::string tricky = "say \"hi\" C:\\dir\nnext\x01";
+  const std::string invalid = "bad\xff" "cut\xe2\x82" "over\xc0\xaf" "end";
+  const std::string invalid_decoded =
+      "bad\xef\xbf\xbd" "cut\xef\xbf\xbd\xef\xbf\xbd" "over\xef\xbf\xbd\xef\xbf\xbd" "end";
+  const auto* n_tricky = f.names.add(tricky, "dom\"ain", "dir\\file\x01.cpp", 9, "f\n()");
+  const auto* n_invalid = f.names.add(invalid, "\xe2\x82", {}, 0, {});
+  const rt::thread_info odd{test_pid, 77, "thr\xc0\xaf\"ead\"", false};
+  f.feed(odd, {begin(10, n_tricky), mark(15, n_invalid), sample(16, n_invalid, 1.0),
+               end(20, n_tricky)});
+  const rt::data_object_info object{5, invalid, 0x10, 1, rt::memory_kind::host, -1};
+  f.backend->data_object({30, rt::data_object_change::registered, 77, &object});
+  f.user_metadata = {{tricky, invalid}, {invalid, std::int64_t{1}}};
+  f.runtime_metadata.emplace_back("note\x1f", tricky);
+  f.flush(true);
+
+  const check::report report = checked(f.path);
+  CHECK(report.name_counts.at(tricky) == 1);
+  CHECK(report.name_counts.at(invalid_decoded) == 3);  // i, C, b
+  CHECK(report.thread_names.at({test_pid, 77}) ==
+        "thr\xef\xbf\xbd\xef\xbf\xbd\"ead\"");
+  const json doc = parse_file(f.path);
+  const json x = the_event(doc, "X", tricky);
+  CHECK(x.at("cat") == "dom\"ain");
+  CHECK(x.at("args").at("file") == "dir\\file\x01.cpp");
+  CHECK(x.at("args").at("function") == "f\n()");
+  CHECK(the_event(doc, "i", invalid_decoded).at("cat") == "\xef\xbf\xbd\xef\xbf\xbd");
+  CHECK(the_event(doc, "b", invalid_decoded).at("id") == "0x5");
+  const json& metadata = doc.at("metadata");
+  CHECK(metadata.at("note\x1f") == tricky);
+  CHECK(metadata.at("run").at(tricky) == invalid_decoded);
+  CHECK(metadata.at("run").at(invalid_decoded) == 1);
+
+  // Only escapes and ASCII/valid UTF-8 reach the file: no raw control bytes.
+  const std::string text = read_file(f.path);
+  std::size_t raw_controls = 0;
+  for (const char c : text)
+    if (static_cast<unsigned char>(c) < 0x20 && c != '\n') ++raw_controls;
+  CHECK(raw_controls == 0);
+}
+
+TEST_CASE("the executable name is escaped in process_name and metadata") {
+  temp_dir dir;
+  rt::session_info session = make_session();
+  session.executable = "a\"pp\xff";
+  session.hostname = "host\n";
+  const std::string path = dir.file("odd.json");
+  std::string error;
+  auto backend = ferret::chrome::make_backend({&session, path, false}, error);
+  REQUIRE(backend != nullptr);
+  backend->flush({nullptr, nullptr, 0, 0, true});  // null lists are allowed
+  const check::report report = checked(path);
+  CHECK(report.process_names.at(test_pid) == "a\"pp\xef\xbf\xbd");
+  CHECK(report.metadata.at("hostname") == "host\n");
+  CHECK(report.metadata.at("run") == json::object());
+}
+
+TEST_CASE("the file is a complete trace after every flush") {
+  fixture f;
+  const auto* outer = f.names.add("outer");
+  const auto* step = f.names.add("step");
+  const auto* tick = f.names.add("tick");
+  REQUIRE(checked(f.path).event_count == 1);  // valid before any flush: process_name only
+
+  // A long first trailer, so that the shorter second one must cut it off.
+  f.user_metadata = {{"padding", std::string(10'000, 'x')}};
+  f.feed(f.main_thread, {begin(0, outer), begin(10, step), end(20, step), mark(25, tick)});
+  f.feed(f.worker, {mark(30, tick)});
+  f.flush(false);
+  {
+    const check::report report = checked(f.path);
+    CHECK(report.phase_counts.at("X") == 1);  // outer is still open
+    CHECK(report.phase_counts.at("i") == 2);
+    CHECK(report.metadata.at("events-recorded") == 5);
+    CHECK(report.metadata.at("events-dropped") == 7);
+    CHECK(report.metadata.at("run").at("padding").get<std::string>().size() == 10'000);
+  }
+  const auto first_size = std::filesystem::file_size(f.path);
+
+  f.user_metadata = {{"size", std::int64_t{3}}};
+  f.feed(f.main_thread, {begin(40, step), end(50, step), end(60, outer)});
+  f.flush(false);
+  {
+    const check::report report = checked(f.path);
+    CHECK(report.phase_counts.at("X") == 3);
+    CHECK(report.metadata.at("events-recorded") == 8);
+    CHECK(report.metadata.at("run") == json({{"size", 3}}));
+  }
+  CHECK(std::filesystem::file_size(f.path) < first_size);
+
+  f.feed(f.worker, {mark(70, tick)});
+  f.flush(true);
+  const check::report report = checked(f.path);
+  CHECK(report.phase_counts.at("X") == 3);
+  CHECK(report.phase_counts.at("i") == 3);
+  CHECK(report.name_counts.at("step") == 2);
+  CHECK(report.metadata.at("events-recorded") == 9);
+  const std::string text = read_file(f.path);
+  CHECK(text.rfind("{\"traceEvents\":[\n", 0) == 0);
+  CHECK(text.substr(text.size() - 4) == "}}}\n");
+
+  // After the final flush the backend is closed: later calls change nothing.
+  f.feed(f.main_thread, {mark(80, tick)});
+  f.flush(true);
+  CHECK(read_file(f.path) == text);
+}
+
+TEST_CASE("the file stays a complete trace when the buffer fills between flushes") {
+  fixture f;
+  const auto* step = f.names.add("a step with a fairly long name to fill the buffer sooner",
+                                 "domain", "some/long/path/to/a/source/file.cpp", 1234,
+                                 "void some_namespace::some_function(int, double)");
+  constexpr int regions = 5'000;  // about 1.4 MiB of JSON: one spill
+  std::vector<rt::record> records;
+  for (int k = 0; k < regions; ++k) {
+    records.push_back(begin(std::int64_t{k} * 100, step));
+    records.push_back(end(std::int64_t{k} * 100 + 50, step));
+  }
+  f.backend->thread_records(f.main_thread, records.data(), records.size());
+  {
+    // No flush yet, but the spilled events are already in a valid document.
+    const check::report report = checked(f.path);
+    CHECK(report.phase_counts.at("X") > 0);
+    CHECK(report.phase_counts.at("X") < regions);
+  }
+  f.flush(true);
+  const check::report report = checked(f.path);
+  CHECK(report.phase_counts.at("X") == regions);
+  CHECK(std::filesystem::file_size(f.path) > (std::uintmax_t{1} << 20));
+}
+
+TEST_CASE("abandon leaves the file exactly as the last flush wrote it") {
+  fixture f;
+  const auto* work = f.names.add("work");
+  f.feed(f.main_thread, {begin(0, work), end(10, work)});
+  f.flush(false);
+  const std::string after_flush = read_file(f.path);
+
+  f.feed(f.main_thread, {begin(20, work), end(30, work), begin(40, work)});
+  const rt::data_object_info object{1, "A", 0x10, 8, rt::memory_kind::host, -1};
+  f.backend->data_object({50, rt::data_object_change::registered, test_pid, &object});
+  f.backend->abandon();
+  CHECK(read_file(f.path) == after_flush);
+  // Nothing is written afterwards either, not even by the destructor.
+  f.flush(true);
+  f.backend.reset();
+  CHECK(read_file(f.path) == after_flush);
+  CHECK(checked(f.path).phase_counts.at("X") == 1);
+}
+
+TEST_CASE("an unwritable output path is reported in one line") {
+  const rt::session_info session = make_session();
+  std::string error;
+  const std::string path = "/proc/nonexistent/x.json";
+  auto backend = ferret::chrome::make_backend({&session, path, false}, error);
+  CHECK(backend == nullptr);
+  CHECK(error == "cannot write the chrome trace to '/proc/nonexistent/x.json': " +
+                     std::string{std::strerror(ENOENT)});
+  CHECK(error.find('\n') == std::string::npos);
+}
+
+TEST_CASE("a file that cannot take the head is reported like one that cannot be opened") {
+  temp_dir dir;
+  const std::string path = dir.file("full.json");
+  REQUIRE(symlink("/dev/full", path.c_str()) == 0);  // opens fine, every write fails
+  const rt::session_info session = make_session();
+  std::string error;
+  CHECK(ferret::chrome::make_backend({&session, path, false}, error) == nullptr);
+  CHECK(error == "cannot write the chrome trace to '" + path + "': " +
+                     std::string{std::strerror(ENOSPC)});
+}
+
+TEST_CASE("a write that fails later stops the output and shows in describe()") {
+  fixture f;
+  const auto* step = f.names.add("step");
+  // Files may not grow past 64 KiB for a moment; EFBIG instead of SIGXFSZ.
+  struct sigaction ignore {};
+  struct sigaction previous {};
+  ignore.sa_handler = SIG_IGN;
+  REQUIRE(sigaction(SIGXFSZ, &ignore, &previous) == 0);
+  rlimit old_limit{};
+  REQUIRE(getrlimit(RLIMIT_FSIZE, &old_limit) == 0);
+  rlimit small = old_limit;
+  small.rlim_cur = 64 * 1024;
+  REQUIRE(setrlimit(RLIMIT_FSIZE, &small) == 0);
+  std::vector<rt::record> records;
+  for (int k = 0; k < 20'000; ++k) {  // over 1 MiB: spills while the limit holds
+    records.push_back(begin(std::int64_t{k} * 10, step));
+    records.push_back(end(std::int64_t{k} * 10 + 5, step));
+  }
+  f.backend->thread_records(f.main_thread, records.data(), records.size());
+  f.flush(false);
+  setrlimit(RLIMIT_FSIZE, &old_limit);
+  sigaction(SIGXFSZ, &previous, nullptr);
+
+  const std::string line = f.backend->describe();
+  CHECK(line.rfind("chrome trace: " + f.path + " (", 0) == 0);
+  CHECK(line.find("incomplete: write: " + std::string{std::strerror(EFBIG)}) !=
+        std::string::npos);
+  // Nothing more is written once a write failed.
+  const auto size = std::filesystem::file_size(f.path);
+  CHECK(size <= 64 * 1024);
+  f.feed(f.main_thread, {begin(1'000'000, step), end(1'000'001, step)});
+  f.flush(true);
+  CHECK(std::filesystem::file_size(f.path) == size);
+}
+
+TEST_CASE("metadata holds the session facts, runtime metadata, counts and run metadata") {
+  fixture f;
+  f.runtime_metadata.emplace_back("timer-overhead-ns", 12.5);
+  f.user_metadata = {{"input", std::string{"grid.h5"}},
+                     {"size", std::int64_t{-3}},
+                     {"ratio", 0.25},
+                     {"bad", std::nan("")},
+                     {"big", std::numeric_limits<double>::infinity()},
+                     {"small", -std::numeric_limits<double>::infinity()}};
+  f.flush(true);
+  const check::report report = checked(f.path);
+  const json& m = report.metadata;
+  CHECK(m.at("ferret-version") == "0.1.0-test");
+  CHECK(m.at("hostname") == "testhost");
+  CHECK(m.at("pid") == test_pid);
+  CHECK(m.at("executable") == "app");
+  CHECK(m.at("command-line") == "app --size 3");
+  CHECK(m.at("clock-source") == "tsc");
+  CHECK(m.at("start-time") == "2023-11-14T22:13:20.123456Z");
+  CHECK(m.at("start-monotonic-raw-ns") == 987654321);
+  CHECK(m.at("clock-frequency-hz") == 2'500'000'000);
+  CHECK(m.at("timer-overhead-ns") == 12.5);
+  CHECK(m.at("events-recorded") == 0);
+  CHECK(m.at("events-dropped") == 7);
+  for (const char* count : {"unbalanced-region-ends", "unmatched-region-ends",
+                            "unfinished-regions", "nonfinite-counter-samples"}) {
+    CAPTURE(count);
+    CHECK(m.at(count) == 0);
+  }
+  CHECK(m.at("run") == json({{"input", "grid.h5"},
+                             {"size", -3},
+                             {"ratio", 0.25},
+                             {"bad", "nan"},
+                             {"big", "inf"},
+                             {"small", "-inf"}}));
+
+  // Keys come in the documented order: session facts, runtime, counts, run.
+  const std::string text = read_file(f.path);
+  const auto at = [&](const char* key) { return text.find(std::string{"\""} + key + "\":"); };
+  CHECK(at("ferret-version") < at("start-monotonic-raw-ns"));
+  CHECK(at("start-monotonic-raw-ns") < at("clock-frequency-hz"));
+  CHECK(at("timer-overhead-ns") < at("events-recorded"));
+  CHECK(at("events-dropped") < at("unbalanced-region-ends"));
+  CHECK(at("nonfinite-counter-samples") < at("run"));
+}
+
+TEST_CASE("start-time is ISO-8601 UTC with microseconds, also before 1970") {
+  temp_dir dir;
+  rt::session_info session = make_session();
+  session.start_realtime_ns = -1;  // 1969-12-31T23:59:59.999999Z (floor, not truncation)
+  const std::string path = dir.file("early.json");
+  std::string error;
+  auto backend = ferret::chrome::make_backend({&session, path, false}, error);
+  REQUIRE(backend != nullptr);
+  backend->flush({nullptr, nullptr, 0, 0, true});
+  CHECK(checked(path).metadata.at("start-time") == "1969-12-31T23:59:59.999999Z");
+}
+
+TEST_CASE("threads are named once, renamed when the name changes, main sorts first") {
+  fixture f;
+  const auto* tick = f.names.add("tick");
+  const rt::thread_info unnamed{test_pid, 99, {}, false};
+  f.feed(f.main_thread, {mark(1, tick)});
+  f.feed(f.main_thread, {mark(2, tick)});
+  f.feed(unnamed, {mark(3, tick)});
+  f.feed(f.worker, {mark(4, tick)});
+  const rt::thread_info renamed{test_pid, worker_tid, "io worker", false};
+  f.feed(renamed, {mark(5, tick)});
+  f.flush(true);
+
+  const check::report report = checked(f.path);
+  CHECK(report.thread_names.at({test_pid, test_pid}) == "main");
+  CHECK(report.thread_names.at({test_pid, 99}) == "thread 99");
+  CHECK(report.thread_names.at({test_pid, worker_tid}) == "io worker");
+  const json doc = parse_file(f.path);
+  std::vector<std::string> names;
+  int main_sort = -100;
+  int other_sort = -100;
+  for (const json& m : events_of(doc, "M")) {
+    if (m.at("name") == "thread_name") names.push_back(m.at("args").at("name").get<std::string>());
+    if (m.at("name") == "thread_sort_index") {
+      (m.at("tid") == test_pid ? main_sort : other_sort) = m.at("args").at("sort_index").get<int>();
+    }
+  }
+  CHECK(names == std::vector<std::string>{"main", "thread 99", "worker", "io worker"});
+  CHECK(main_sort < other_sort);
+}
+
+TEST_CASE("describe names the file and the number of events") {
+  fixture f;
+  const auto* tick = f.names.add("tick");
+  f.feed(f.main_thread, {mark(1, tick), mark(2, tick)});
+  f.flush(true);
+  // process_name, thread_sort_index, thread_name and two instants.
+  CHECK(f.backend->describe() == "chrome trace: " + f.path + " (5 events)");
+  CHECK(checked(f.path).event_count == 5);
+}

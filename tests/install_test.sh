@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs the build into a scratch prefix, builds examples/basic against it
+# with find_package(ferret), runs it traced and checks the trace with the
+# installed checker; then embeds ferret in tests/package with add_subdirectory.
+# Usage: install_test.sh <build-dir> <source-dir> <work-dir> <generator>
+set -euo pipefail
+build=$1 source=$2 work=$3 generator=$4
+rm -rf "$work"
+mkdir -p "$work"
+cmake --install "$build" --prefix "$work/prefix" > "$work/install.log"
+cmake -S "$source/examples/basic" -B "$work/example" -G "$generator" \
+      -DCMAKE_PREFIX_PATH="$work/prefix" > "$work/configure.log"
+cmake --build "$work/example" > "$work/build.log"
+(cd "$work" && FERRET_BACKEND=chrome FERRET_OUTPUT=heat.json "$work/example/heat" 64 2)
+"$work/prefix/bin/ferret-trace-check" "$work/heat.json"
+# Embedding with add_subdirectory works too.
+cmake -S "$source/tests/package" -B "$work/embedded" -G "$generator" \
+      -DFERRET_SOURCE_DIR="$source" > "$work/embedded-configure.log"
+cmake --build "$work/embedded" > "$work/embedded-build.log"
+(cd "$work" && FERRET_BACKEND=chrome FERRET_OUTPUT=consumer.json "$work/embedded/consumer")
+"$work/prefix/bin/ferret-trace-check" "$work/consumer.json"
+grep -q '"consumer ran"' "$work/consumer.json"
+# The installed runtime finds the chrome backend by name in its own directory.
+test -f "$work/prefix/lib/libferret_chrome.so" || test -f "$work/prefix/lib64/libferret_chrome.so"

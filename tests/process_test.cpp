@@ -1,0 +1,238 @@
+// What a user sees from outside: environment handling, messages on stderr,
+// output files, and every exit path. Each case runs support/test_app in its
+// own empty directory with a controlled environment.
+#include <doctest/doctest.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "trace_check.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct run_result {
+  int exit_code = -1;     // or -signal when killed by a signal
+  std::string out, err;
+  int pid = 0;            // as printed by the app
+  fs::path directory;
+  std::vector<fs::path> files() const {
+    std::vector<fs::path> found;
+    for (const auto& entry : fs::recursive_directory_iterator(directory))
+      if (entry.is_regular_file() && entry.path().filename() != "stdout" &&
+          entry.path().filename() != "stderr")
+        found.push_back(entry.path());
+    std::sort(found.begin(), found.end());
+    return found;
+  }
+  std::vector<std::string> error_lines() const {
+    std::vector<std::string> lines;
+    std::istringstream in{err};
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
+  }
+};
+
+std::string slurp(const fs::path& path) {
+  std::ifstream in{path};
+  return std::string{std::istreambuf_iterator<char>{in}, std::istreambuf_iterator<char>{}};
+}
+
+// Runs the app in a fresh directory with FERRET_* taken only from `environment`.
+run_result run(const std::string& mode, const std::map<std::string, std::string>& environment) {
+  static int counter = 0;
+  run_result result;
+  result.directory = fs::temp_directory_path() /
+                     ("ferret-process-test-" + std::to_string(getpid()) + "-" + std::to_string(++counter));
+  fs::remove_all(result.directory);
+  fs::create_directories(result.directory);
+  const pid_t child = fork();
+  if (child == 0) {
+    if (chdir(result.directory.c_str()) != 0) _exit(120);
+    const int out = open("stdout", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int err = open("stderr", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(out, 1);
+    dup2(err, 2);
+    for (const char* name : {"FERRET_BACKEND", "FERRET_OUTPUT", "FERRET_BUFFER_SIZE",
+                             "FERRET_FLUSH_INTERVAL", "FERRET_CLOCK", "FERRET_VERBOSE"})
+      unsetenv(name);
+    for (const auto& [name, value] : environment) setenv(name.c_str(), value.c_str(), 1);
+    execl(FERRET_TEST_APP, FERRET_TEST_APP, mode.c_str(), static_cast<char*>(nullptr));
+    _exit(121);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+  result.out = slurp(result.directory / "stdout");
+  result.err = slurp(result.directory / "stderr");
+  std::sscanf(result.out.c_str(), "pid %d", &result.pid);
+  return result;
+}
+
+ferret::trace_check::report checked(const fs::path& file) {
+  auto report = ferret::trace_check::check_file(file.string());
+  for (const auto& error : report.errors) MESSAGE(error);
+  CHECK(report.ok());
+  return report;
+}
+
+std::size_t count(const ferret::trace_check::report& report, const std::string& name) {
+  const auto it = report.name_counts.find(name);
+  return it == report.name_counts.end() ? 0 : it->second;
+}
+
+}  // namespace
+
+TEST_CASE("no backend: no file, no message") {
+  for (const auto& environment : std::vector<std::map<std::string, std::string>>{
+           {}, {{"FERRET_BACKEND", "none"}}}) {
+    const auto result = run("regions", environment);
+    CHECK(result.exit_code == 0);
+    CHECK(result.err.empty());
+    CHECK(result.files().empty());
+  }
+}
+
+TEST_CASE("default output: per-process name in the working directory, one summary line") {
+  const auto result = run("regions", {{"FERRET_BACKEND", "chrome"}});
+  CHECK(result.exit_code == 0);
+  CHECK(result.out.find("finished") != std::string::npos);
+  const auto files = result.files();
+  REQUIRE(files.size() == 1);
+  CHECK(files[0].filename() == "ferret-ferret-test-app-" + std::to_string(result.pid) + ".json");
+  const auto report = checked(files[0]);
+  CHECK(count(report, "work") == 200);
+  CHECK(count(report, "tick") == 200);
+  CHECK(count(report, "main") == 1);
+  const auto lines = result.error_lines();
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0].find("ferret: chrome trace: ") == 0);
+  CHECK(report.metadata.at("events-dropped") == 0);
+}
+
+TEST_CASE("FERRET_OUTPUT: file, pattern and directory") {
+  auto result = run("regions", {{"FERRET_BACKEND", "chrome"}, {"FERRET_OUTPUT", "run.json"}});
+  REQUIRE(result.files().size() == 1);
+  CHECK(result.files()[0].filename() == "run.json");
+  checked(result.files()[0]);
+
+  result = run("regions", {{"FERRET_BACKEND", "chrome"}, {"FERRET_OUTPUT", "trace-%p-%e"}});
+  REQUIRE(result.files().size() == 1);
+  CHECK(result.files()[0].filename() ==
+        "trace-" + std::to_string(result.pid) + "-ferret-test-app.json");
+
+  result = run("regions", {{"FERRET_BACKEND", "chrome"}, {"FERRET_OUTPUT", "traces/"}});
+  REQUIRE(result.files().size() == 1);
+  CHECK(result.files()[0].parent_path().filename() == "traces");
+  checked(result.files()[0]);
+}
+
+TEST_CASE("configuration errors: one clear line, the program runs on untraced") {
+  const std::vector<std::pair<std::map<std::string, std::string>, std::string>> cases{
+      {{{"FERRET_BACKEND", "chorme"}}, "unknown backend 'chorme' in FERRET_BACKEND (available: "},
+      {{{"FERRET_BACKEND", "chrome,"}}, "FERRET_BACKEND='chrome,' is not valid"},
+      {{{"FERRET_BACKEND", "chrome"}, {"FERRET_BUFFER_SIZE", "huge"}},
+       "FERRET_BUFFER_SIZE='huge' is not valid"},
+      {{{"FERRET_BACKEND", "chrome"}, {"FERRET_FLUSH_INTERVAL", "soon"}},
+       "FERRET_FLUSH_INTERVAL='soon' is not valid"},
+      {{{"FERRET_BACKEND", "chrome"}, {"FERRET_CLOCK", "fast"}}, "FERRET_CLOCK='fast' is not valid"},
+      {{{"FERRET_BACKEND", "chrome"}, {"FERRET_VERBOSE", "loud"}},
+       "FERRET_VERBOSE='loud' is not valid"},
+      {{{"FERRET_BACKEND", "chrome"}, {"FERRET_OUTPUT", "/proc/no-such-dir/trace.json"}},
+       "cannot write the chrome trace to '/proc/no-such-dir/trace.json'"},
+  };
+  for (const auto& one_case : cases) {
+    // No structured bindings: clang 14 cannot capture them in doctest's lambdas.
+    const auto& environment = one_case.first;
+    const std::string& expected = one_case.second;
+    CAPTURE(expected);
+    const auto result = run("regions", environment);
+    CHECK(result.exit_code == 0);
+    CHECK(result.out.find("finished") != std::string::npos);
+    const auto lines = result.error_lines();
+    REQUIRE(lines.size() == 1);
+    CHECK(lines[0].rfind("ferret: ", 0) == 0);
+    CHECK(lines[0].find(expected) != std::string::npos);
+    CHECK(lines[0].find("running untraced") != std::string::npos);
+    CHECK(result.files().empty());
+  }
+  // The unknown-backend message lists what is available.
+  const auto result = run("regions", {{"FERRET_BACKEND", "chorme"}});
+  CHECK(result.err.find("chrome") != std::string::npos);
+}
+
+TEST_CASE("exit() from another thread writes a complete trace") {
+  const auto result = run("exit-from-thread", {{"FERRET_BACKEND", "chrome"}});
+  CHECK(result.exit_code == 3);
+  REQUIRE(result.files().size() == 1);
+  const auto report = checked(result.files()[0]);
+  CHECK(count(report, "work") == 10);
+  CHECK(report.metadata.at("unfinished-regions") == 1);  // main's region, still open
+}
+
+TEST_CASE("SIGTERM: the trace is written before the default action") {
+  const auto result = run("sigterm", {{"FERRET_BACKEND", "chrome"}});
+  CHECK(result.exit_code == -SIGTERM);
+  REQUIRE(result.files().size() == 1);
+  const auto report = checked(result.files()[0]);
+  CHECK(count(report, "work") == 10);
+}
+
+TEST_CASE("fork: the child never writes into the parent's trace") {
+  SUBCASE("one output file: the child is not traced") {
+    const auto result = run("fork", {{"FERRET_BACKEND", "chrome"}, {"FERRET_OUTPUT", "one.json"}});
+    CHECK(result.exit_code == 0);
+    REQUIRE(result.files().size() == 1);
+    const auto report = checked(result.files()[0]);
+    CHECK(count(report, "parent before fork") == 1);
+    CHECK(count(report, "parent after fork") == 1);
+    CHECK(count(report, "child") == 0);
+    CHECK(count(report, "main") == 1);
+  }
+  SUBCASE("per-process output: the child gets its own trace") {
+    const auto result = run("fork", {{"FERRET_BACKEND", "chrome"}, {"FERRET_OUTPUT", "t-%p"}});
+    CHECK(result.exit_code == 0);
+    const auto files = result.files();
+    REQUIRE(files.size() == 2);
+    for (const auto& file : files) {
+      const auto report = checked(file);
+      const bool parent = file.filename() == "t-" + std::to_string(result.pid) + ".json";
+      CHECK(count(report, "parent before fork") == (parent ? 1u : 0u));
+      CHECK(count(report, "parent after fork") == (parent ? 1u : 0u));
+      CHECK(count(report, "child") == (parent ? 0u : 1u));
+    }
+  }
+  SUBCASE("a child that only execs leaves no output") {
+    const auto result = run("fork-exec", {{"FERRET_BACKEND", "chrome"}, {"FERRET_OUTPUT", "t-%p"}});
+    CHECK(result.exit_code == 0);
+    CHECK(result.files().size() == 1);
+  }
+}
+
+TEST_CASE("FERRET_CLOCK=monotonic_raw: every event through the slow path, same trace") {
+  const auto result = run("regions", {{"FERRET_BACKEND", "chrome"}, {"FERRET_CLOCK", "monotonic_raw"}});
+  REQUIRE(result.files().size() == 1);
+  const auto report = checked(result.files()[0]);
+  CHECK(count(report, "work") == 200);
+  CHECK(report.metadata.at("clock-source") == "CLOCK_MONOTONIC_RAW");
+}
+
+TEST_CASE("a tiny buffer drains from the writing threads and loses nothing") {
+  // 200,000 events in 256 KiB of buffers: the writing threads drain many times.
+  const auto result = run("many-regions", {{"FERRET_BACKEND", "chrome"},
+                                           {"FERRET_BUFFER_SIZE", "256K"},
+                                           {"FERRET_FLUSH_INTERVAL", "0"}});
+  REQUIRE(result.files().size() == 1);
+  const auto report = checked(result.files()[0]);
+  CHECK(count(report, "work") == 100000);
+  CHECK(report.metadata.at("events-dropped") == 0);
+}

@@ -1,0 +1,17 @@
+# Fails when README.md lacks any row of `ferret-info --markdown`, the table
+# generated from the runtime's own settings table.
+execute_process(COMMAND ${INFO} --markdown OUTPUT_VARIABLE table RESULT_VARIABLE failed)
+if(failed)
+  message(FATAL_ERROR "ferret-info --markdown failed")
+endif()
+file(READ ${README} readme)
+string(REPLACE "\n" ";" rows "${table}")
+foreach(row IN LISTS rows)
+  if(row STREQUAL "")
+    continue()
+  endif()
+  string(FIND "${readme}" "${row}" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "README.md lacks this row of `ferret-info --markdown`:\n${row}")
+  endif()
+endforeach()

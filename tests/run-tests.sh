@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Builds ferret and runs the whole test suite three times: with warnings as
+# errors; under AddressSanitizer + UndefinedBehaviorSanitizer; and the
+# threaded tests under ThreadSanitizer. .ci/run calls this script.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+jobs=$(nproc)
+bash "$root/tools/install-deps" test
+
+run() {  # run <name> <ctest args...> -- <cmake args...>
+  local name=$1; shift
+  local ctest_args=()
+  while [[ $1 != -- ]]; do ctest_args+=("$1"); shift; done
+  shift
+  local build="$root/build/$name"
+  echo "== $name"
+  cmake -S "$root" -B "$build" -G Ninja -DFERRET_WERROR=ON -DFERRET_BUILD_TESTS=ON "$@" > /dev/null
+  cmake --build "$build" -j "$jobs"
+  ctest --test-dir "$build" --output-on-failure -j "$jobs" "${ctest_args[@]}"
+}
+
+run release -- -DCMAKE_BUILD_TYPE=RelWithDebInfo
+run asan-ubsan -- -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFERRET_SANITIZE=address,undefined
+run tsan -L threaded -- -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFERRET_SANITIZE=thread

@@ -1,0 +1,172 @@
+// Unit tests of the runtime's internal pieces: the settings parser, the
+// data-object interval map and the clock conversion.
+#include <doctest/doctest.h>
+#include <time.h>
+
+#include <map>
+#include <string>
+#include <thread>
+
+#include "clock.hpp"
+#include "data_object_map.hpp"
+#include "settings.hpp"
+
+using namespace ferret::runtime::internal;
+
+namespace {
+
+std::map<std::string, std::string> g_environment;
+const char* fake_getenv(const char* name) {
+  const auto it = g_environment.find(name);
+  return it == g_environment.end() ? nullptr : it->second.c_str();
+}
+
+std::optional<settings> parse(std::map<std::string, std::string> environment, std::string& error) {
+  g_environment = std::move(environment);
+  return parse_settings(fake_getenv, error);
+}
+
+ferret::runtime::data_object_info object(std::uint64_t id, std::uintptr_t address,
+                                         std::size_t bytes) {
+  return {id, "object " + std::to_string(id), address, bytes, ferret::runtime::memory_kind::host, -1};
+}
+
+}  // namespace
+
+TEST_CASE("settings: defaults") {
+  std::string error;
+  const auto s = parse({}, error);
+  REQUIRE(s);
+  CHECK(s->backends.empty());
+  CHECK(s->output == "ferret-%e-%p");
+  CHECK(s->buffer_bytes == 64u << 20);
+  CHECK(s->flush_interval_ms == 200);
+  CHECK(s->clock == clock_choice::automatic);
+  CHECK(s->verbose == 1);
+}
+
+TEST_CASE("settings: backend lists") {
+  std::string error;
+  auto s = parse({{"FERRET_BACKEND", " chrome , memory,chrome "}}, error);
+  REQUIRE(s);
+  CHECK(s->backends == std::vector<std::string>{"chrome", "memory"});
+  s = parse({{"FERRET_BACKEND", "none"}}, error);
+  REQUIRE(s);
+  CHECK(s->backends.empty());
+  for (const char* bad : {"chrome,", "Chrome", "../evil", "chrome;otf2", ","}) {
+    error.clear();
+    CHECK_FALSE(parse({{"FERRET_BACKEND", bad}}, error));
+    CHECK(error.find("FERRET_BACKEND") != std::string::npos);
+    CHECK(error.find("expected") != std::string::npos);
+  }
+}
+
+TEST_CASE("settings: malformed values name the variable and what it accepts") {
+  const std::map<std::string, std::string> bad_values{
+      {"FERRET_BUFFER_SIZE", "lots"}, {"FERRET_BUFFER_SIZE", "1K"},
+      {"FERRET_FLUSH_INTERVAL", "-5"}, {"FERRET_FLUSH_INTERVAL", "99999999"},
+      {"FERRET_CLOCK", "rdtsc"},      {"FERRET_VERBOSE", "3"},
+      {"FERRET_OUTPUT", "  "}};
+  for (const auto& [variable, value] : bad_values) {
+    std::string error;
+    CHECK_FALSE(parse({{variable, value}}, error));
+    CHECK(error.find(variable) != std::string::npos);
+    CHECK(error.find("expected") != std::string::npos);
+  }
+}
+
+TEST_CASE("settings: sizes") {
+  CHECK(parse_size("4096") == 4096u);
+  CHECK(parse_size("256K") == 256u << 10);
+  CHECK(parse_size("64M") == 64u << 20);
+  CHECK(parse_size("64MiB") == 64u << 20);
+  CHECK(parse_size("2g") == std::uint64_t{2} << 30);
+  CHECK_FALSE(parse_size(""));
+  CHECK_FALSE(parse_size("M"));
+  CHECK_FALSE(parse_size("-1M"));
+  CHECK_FALSE(parse_size("1.5M"));
+  CHECK_FALSE(parse_size("99999999999999999999G"));
+}
+
+TEST_CASE("data objects: innermost containing object") {
+  data_object_map map;
+  REQUIRE(map.insert(object(1, 1000, 1000)) == data_object_map::insert_result::inserted);
+  REQUIRE(map.insert(object(2, 1200, 100)) == data_object_map::insert_result::inserted);
+  REQUIRE(map.insert(object(3, 1500, 200)) == data_object_map::insert_result::inserted);
+  REQUIRE(map.insert(object(4, 1550, 10)) == data_object_map::insert_result::inserted);
+  CHECK(map.find(999) == nullptr);
+  CHECK(map.find(1000)->id == 1);
+  CHECK(map.find(1250)->id == 2);
+  CHECK(map.find(1300)->id == 1);  // after a child, back in the parent
+  CHECK(map.find(1555)->id == 4);
+  CHECK(map.find(1600)->id == 3);
+  CHECK(map.find(1999)->id == 1);
+  CHECK(map.find(2000) == nullptr);
+  CHECK(map.size() == 4);
+}
+
+TEST_CASE("data objects: a container registered after its contents adopts them") {
+  data_object_map map;
+  REQUIRE(map.insert(object(1, 100, 10)) == data_object_map::insert_result::inserted);
+  REQUIRE(map.insert(object(2, 200, 10)) == data_object_map::insert_result::inserted);
+  REQUIRE(map.insert(object(3, 0, 1000)) == data_object_map::insert_result::inserted);
+  CHECK(map.find(105)->id == 1);
+  CHECK(map.find(150)->id == 3);
+  REQUIRE(map.erase(1));
+  CHECK(map.find(105)->id == 3);
+  REQUIRE(map.erase(3));
+  CHECK(map.find(150) == nullptr);
+  CHECK(map.find(205)->id == 2);
+}
+
+TEST_CASE("data objects: equal ranges, the newer is inner") {
+  data_object_map map;
+  REQUIRE(map.insert(object(1, 0, 100)) == data_object_map::insert_result::inserted);
+  REQUIRE(map.insert(object(2, 0, 100)) == data_object_map::insert_result::inserted);
+  REQUIRE(map.insert(object(3, 0, 10)) == data_object_map::insert_result::inserted);
+  CHECK(map.find(50)->id == 2);
+  CHECK(map.find(5)->id == 3);
+  REQUIRE(map.erase(2));
+  CHECK(map.find(50)->id == 1);
+  CHECK(map.find(5)->id == 3);
+  const auto removed = map.erase_at(0);
+  REQUIRE(removed);
+  CHECK(removed->id == 3);  // the innermost object starting there
+  CHECK(map.find(5)->id == 1);
+}
+
+TEST_CASE("data objects: partial overlaps and empty ranges are refused") {
+  data_object_map map;
+  REQUIRE(map.insert(object(1, 100, 100)) == data_object_map::insert_result::inserted);
+  CHECK(map.insert(object(2, 150, 100)) == data_object_map::insert_result::partial_overlap);
+  CHECK(map.insert(object(3, 50, 100)) == data_object_map::insert_result::partial_overlap);
+  CHECK(map.insert(object(4, 100, 0)) == data_object_map::insert_result::empty_range);
+  REQUIRE(map.insert(object(5, 120, 10)) == data_object_map::insert_result::inserted);
+  // Contains 5 but cuts 1: still a partial overlap.
+  CHECK(map.insert(object(6, 110, 200)) == data_object_map::insert_result::partial_overlap);
+  CHECK(map.size() == 2);
+  CHECK_FALSE(map.erase(2));
+  CHECK_FALSE(map.erase_at(121));
+}
+
+TEST_CASE("clock: raw readings convert to CLOCK_MONOTONIC_RAW nanoseconds") {
+  for (const bool hardware : {true, false}) {
+    CAPTURE(hardware);
+    host_clock clock;
+    clock.start(hardware);
+    const std::uint64_t first_raw = clock.read();
+    const std::int64_t first_ns = monotonic_raw_ns();
+    std::this_thread::sleep_for(std::chrono::milliseconds{30});
+    const std::uint64_t second_raw = clock.read();
+    const std::int64_t second_ns = monotonic_raw_ns();
+    clock.add_sync_point();
+    const std::int64_t converted = clock.to_ns(second_raw) - clock.to_ns(first_raw);
+    const std::int64_t measured = second_ns - first_ns;
+    // Within 0.1% plus a few microseconds of sampling jitter.
+    CHECK(std::llabs(converted - measured) < measured / 1000 + 20'000);
+    CHECK(clock.to_ns(first_raw) >= 0);
+    CHECK(clock.to_ns(second_raw) > clock.to_ns(first_raw));
+    if (hardware && clock.source() != clock_source::monotonic_raw)
+      CHECK(clock.ticks_per_second() > 1e6);
+  }
+}

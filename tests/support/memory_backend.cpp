@@ -1,0 +1,56 @@
+#include "memory_backend.hpp"
+
+namespace ferret::testing {
+namespace {
+
+std::mutex g_mutex;
+capture g_capture;
+
+std::unique_ptr<runtime::backend> make(const runtime::backend_context&, std::string&) {
+  return std::make_unique<memory_backend>();
+}
+
+}  // namespace
+
+FERRET_REGISTER_BACKEND("memory", "records kept in memory for tests", make);
+
+capture memory_backend::snapshot() {
+  std::lock_guard lock{g_mutex};
+  return g_capture;
+}
+
+void memory_backend::clear() {
+  std::lock_guard lock{g_mutex};
+  g_capture.threads.clear();
+  g_capture.objects.clear();
+}
+
+void memory_backend::thread_records(const runtime::thread_info& thread,
+                                    const runtime::record* records, std::size_t count) {
+  std::lock_guard lock{g_mutex};
+  captured_thread& out = g_capture.threads[thread.tid];
+  out.name = std::string{thread.name};
+  out.is_main = thread.is_main;
+  for (std::size_t i = 0; i < count; ++i) {
+    const runtime::record& r = records[i];
+    out.records.push_back({r.time_ns, r.kind, r.name->name, r.name->domain, r.name->file,
+                           r.name->line, r.value});
+  }
+}
+
+void memory_backend::data_object(const runtime::data_object_event& event) {
+  std::lock_guard lock{g_mutex};
+  g_capture.objects.push_back({event.time_ns, event.change, *event.object});
+}
+
+void memory_backend::flush(const runtime::session_status& status) {
+  std::lock_guard lock{g_mutex};
+  g_capture.user_metadata = *status.user_metadata;
+  g_capture.runtime_metadata = *status.runtime_metadata;
+  g_capture.events_recorded = status.events_recorded;
+  g_capture.events_dropped = status.events_dropped;
+  ++g_capture.flushes;
+  g_capture.finished = status.final;
+}
+
+}  // namespace ferret::testing

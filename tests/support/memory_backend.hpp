@@ -1,0 +1,62 @@
+// memory_backend.hpp — a backend that keeps every record in memory, for
+// in-process tests. Register it with FERRET_BACKEND=memory (the test's CTest
+// environment) and read the captured data with memory_backend::snapshot().
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "ferret/runtime/backend.hpp"
+
+namespace ferret::testing {
+
+struct captured_record {
+  std::int64_t time_ns;
+  runtime::record_kind kind;
+  std::string name;
+  std::string domain;
+  std::string file;
+  std::uint32_t line;
+  double value;
+};
+
+struct captured_thread {
+  std::string name;
+  bool is_main = false;
+  std::vector<captured_record> records;
+};
+
+struct captured_object_event {
+  std::int64_t time_ns;
+  runtime::data_object_change change;
+  runtime::data_object_info object;
+};
+
+struct capture {
+  std::map<std::uint64_t, captured_thread> threads;  // by tid
+  std::vector<captured_object_event> objects;
+  runtime::metadata_list user_metadata;
+  runtime::metadata_list runtime_metadata;
+  std::uint64_t events_recorded = 0;
+  std::uint64_t events_dropped = 0;
+  int flushes = 0;
+  bool finished = false;
+};
+
+class memory_backend final : public runtime::backend {
+ public:
+  static capture snapshot();
+  static void clear();
+
+  void thread_records(const runtime::thread_info& thread, const runtime::record* records,
+                      std::size_t count) override;
+  void data_object(const runtime::data_object_event& event) override;
+  void flush(const runtime::session_status& status) override;
+  void abandon() noexcept override {}
+  std::string describe() const override { return "memory backend"; }
+};
+
+}  // namespace ferret::testing

@@ -1,0 +1,81 @@
+// test_app: a small annotated program that process_test runs with different
+// environments, to check what users see: messages, files, exit paths, fork.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ferret/ferret.hpp"
+
+namespace {
+
+void some_regions(const char* name, int count) {
+  for (int i = 0; i < count; ++i) {
+    ferret::region r{"work"};
+    ferret::mark("tick");
+  }
+  ferret::set_thread_name(name);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "regions";
+  std::printf("pid %d\n", static_cast<int>(getpid()));
+  std::fflush(stdout);
+  FERRET_REGION("main");
+
+  if (mode == "regions" || mode == "many-regions") {
+    const int count = mode == "regions" ? 100 : 50000;
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 2; ++t) threads.emplace_back(some_regions, t == 0 ? "first" : "second", count);
+    for (auto& t : threads) t.join();
+    std::puts("finished");
+    return 0;
+  }
+  if (mode == "exit-from-thread") {
+    std::thread worker{[] {
+      some_regions("exiting worker", 10);
+      std::exit(3);
+    }};
+    worker.join();  // never returns: the worker ends the process
+    return 1;
+  }
+  if (mode == "sigterm") {
+    some_regions("main", 10);
+    ::kill(getpid(), SIGTERM);
+    ::pause();
+    return 1;
+  }
+  if (mode == "fork") {
+    { FERRET_REGION("parent before fork"); }
+    const pid_t child = fork();
+    if (child == 0) {
+      { FERRET_REGION("child"); }
+      std::exit(0);
+    }
+    int status = 0;
+    waitpid(child, &status, 0);
+    { FERRET_REGION("parent after fork"); }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+  }
+  if (mode == "fork-exec") {
+    { FERRET_REGION("parent"); }
+    const pid_t child = fork();
+    if (child == 0) {
+      execl("/bin/true", "true", static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    int status = 0;
+    waitpid(child, &status, 0);
+    return 0;
+  }
+  std::fprintf(stderr, "unknown mode %s\n", mode.c_str());
+  return 2;
+}
