@@ -8,8 +8,9 @@
 // an error line, so that ferret's tests can assert that what ferret writes is
 // imported exactly as written.
 //
-// The rules are listed in trace_check.cpp; the field notes they come from are
-// in shared/notes/chrome-trace.md.
+// The rules are listed at the top of trace_check.cpp. They follow what
+// Perfetto's JSON importer does (json_trace_tokenizer.cc,
+// json_trace_parser_impl.cc and slice_tracker.cc in its trace_processor).
 #pragma once
 
 #include <cstddef>
