@@ -2,6 +2,9 @@
 // and function, domains, names, counters, thread names, metadata, data
 // objects, pause/resume. Runs with FERRET_BACKEND=memory (see CMakeLists.txt).
 #include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -17,6 +20,14 @@
 using ferret::runtime::record_kind;
 using ferret::testing::captured_record;
 using ferret::testing::memory_backend;
+
+// Defaults for running the binary by hand; CTest's environment takes precedence.
+[[maybe_unused]] static const bool environment_defaults = [] {
+  setenv("FERRET_BACKEND", "memory", 0);
+  setenv("FERRET_FLUSH_INTERVAL", "0", 0);
+  setenv("FERRET_VERBOSE", "0", 0);
+  return true;
+}();
 
 namespace {
 
@@ -171,6 +182,20 @@ TEST_CASE("thread names and run metadata reach the backend") {
   int sizes = 0;
   for (const auto& [k, v] : captured.user_metadata) sizes += k == "size";
   CHECK(sizes == 1);
+  memory_backend::clear();
+}
+
+TEST_CASE("a name the application gave its thread is the default thread name") {
+  take_records();
+  std::thread worker{[] {
+    pthread_setname_np(pthread_self(), "os-named");
+    FERRET_REGION("work");
+  }};
+  worker.join();
+  ferret::flush();
+  bool found = false;
+  for (const auto& entry : memory_backend::snapshot().threads) found |= entry.second.name == "os-named";
+  CHECK(found);
   memory_backend::clear();
 }
 

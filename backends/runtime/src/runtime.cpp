@@ -502,6 +502,12 @@ thread_state* runtime_state::bind(thread_buffer** slot) {
   auto* state = new thread_state;
   state->tid = current_tid();
   state->is_main = state->tid == s->info.pid;
+  // A name the application gave the thread (pthread_setname_np) is the
+  // default; a thread that only inherited the executable's name has none.
+  char os_name[16] = {};
+  if (!state->is_main && pthread_getname_np(pthread_self(), os_name, sizeof os_name) == 0 &&
+      std::string_view{os_name} != std::string_view{s->info.executable}.substr(0, 15))
+    state->name = os_name;
   state->slots.push_back(slot);
   {
     std::lock_guard lock{s->threads_mutex};
