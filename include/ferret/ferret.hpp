@@ -118,25 +118,29 @@ inline name register_name(std::string_view text) noexcept {
 template <class Domain = default_domain, bool Enabled = domain_enabled<Domain>>
 class region_in {
  public:
-  explicit region_in(const detail::site& s) noexcept : site_(&s) { begin(); }
+  explicit region_in(const detail::site& s) noexcept {
+    if (detail::recording()) begin(&s);
+  }
   template <std::size_t N>
   explicit region_in(const char (&literal)[N]) noexcept {
-    if (detail::recording()) {
-      site_ = detail::intern_literal(literal, domain_name<Domain>);
-      begin();
-    }
+    if (detail::recording()) begin(detail::intern_literal(literal, domain_name<Domain>));
   }
-  explicit region_in(name n) noexcept : site_(n.site()) { begin(); }
+  explicit region_in(name n) noexcept {
+    if (detail::recording()) begin(n.site());
+  }
+  // A region ends exactly when its begin was recorded (not on the recording
+  // state at the end), so pausing never leaves it open and the destructor
+  // tests a register instead of reloading the mode.
   ~region_in() {
-    if (detail::recording() && site_ != nullptr) detail::write(detail::word_of(site_, detail::kind_end));
+    if (FERRET_UNLIKELY(site_ != nullptr)) detail::write(detail::word_of(site_, detail::kind_end));
   }
   region_in(const region_in&) = delete;
   region_in& operator=(const region_in&) = delete;
 
  private:
-  void begin() noexcept {
-    if (detail::recording() && site_ != nullptr)
-      detail::write(detail::word_of(site_, detail::kind_begin));
+  void begin(const detail::site* s) noexcept {
+    site_ = s;
+    if (s != nullptr) detail::write(detail::word_of(s, detail::kind_begin));
   }
   const detail::site* site_ = nullptr;
 };

@@ -132,25 +132,33 @@ void host_clock::add_sync_point() {
   }
   const sync_point point = sample();
   if (point.raw <= points_.back().raw || point.ns <= points_.back().ns) return;
+  latest_ = segment_between(points_.back(), point);
   points_.push_back(point);
   if (points_.size() > max_sync_points) points_.pop_front();
+}
+
+host_clock::segment host_clock::segment_between(const sync_point& a, const sync_point& b) noexcept {
+  const auto ticks = static_cast<wide>(b.raw - a.raw);
+  const auto ns = static_cast<wide>(b.ns - a.ns);
+  return {a, static_cast<std::uint64_t>((ns << 32) / ticks)};
+}
+
+std::int64_t host_clock::apply(const segment& s, std::uint64_t raw) noexcept {
+  // Signed: raw may precede the segment's base by a little (extrapolation).
+  const wide offset = static_cast<wide>(raw) - static_cast<wide>(s.base.raw);
+  return s.base.ns + static_cast<std::int64_t>((offset * static_cast<wide>(s.rate)) >> 32);
 }
 
 std::int64_t host_clock::to_ns(std::uint64_t raw) const noexcept {
   if (source_ == clock_source::monotonic_raw) return static_cast<std::int64_t>(raw) - start_ns_;
   if (points_.size() < 2) return static_cast<std::int64_t>(raw - first_.raw);
-  // Segment around raw; before the first or after the last pair, the nearest
+  if (raw >= latest_.base.raw) return apply(latest_, raw) - start_ns_;
+  // Older events: the segment around raw; before the first pair, the first
   // segment's rate extrapolates.
   auto upper = std::upper_bound(points_.begin(), points_.end(), raw,
                                 [](std::uint64_t value, const sync_point& p) { return value < p.raw; });
   if (upper == points_.begin()) ++upper;
-  if (upper == points_.end()) --upper;
-  const sync_point& a = *(upper - 1);
-  const sync_point& b = *upper;
-  const wide offset = static_cast<wide>(raw) - static_cast<wide>(a.raw);
-  const wide ns = static_cast<wide>(a.ns) +
-                      offset * (b.ns - a.ns) / static_cast<wide>(b.raw - a.raw);
-  return static_cast<std::int64_t>(ns) - start_ns_;
+  return apply(segment_between(*(upper - 1), *upper), raw) - start_ns_;
 }
 
 double host_clock::ticks_per_second() const noexcept {

@@ -52,7 +52,15 @@ class host_clock {
     std::uint64_t raw;
     std::int64_t ns;  // CLOCK_MONOTONIC_RAW
   };
+  // One interpolation segment: ns = base.ns + ((raw - base.raw) * rate >> 32).
+  // A fixed-point rate turns the per-event division into one multiplication.
+  struct segment {
+    sync_point base;
+    std::uint64_t rate;  // nanoseconds per tick, 32.32 fixed point
+  };
   sync_point sample() const noexcept;
+  static segment segment_between(const sync_point& a, const sync_point& b) noexcept;
+  static std::int64_t apply(const segment& s, std::uint64_t raw) noexcept;
 
   clock_source source_ = clock_source::monotonic_raw;
   bool hot_path_stamps_ = false;
@@ -60,6 +68,9 @@ class host_clock {
   std::int64_t start_realtime_ns_ = 0;
   sync_point first_{};
   std::deque<sync_point> points_;  // recent pairs, ascending
+  // The newest segment, where nearly every drained event falls (events are
+  // drained within one or two intervals of being written).
+  segment latest_{};
 };
 
 }  // namespace ferret::runtime::internal

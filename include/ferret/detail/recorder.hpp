@@ -27,10 +27,10 @@ FERRET_DSO_LOCAL inline thread_buffer g_unbound_buffer{};
 FERRET_DSO_LOCAL FERRET_TLS_MODEL inline thread_local thread_buffer* t_buffer =
     &g_unbound_buffer;
 
-// No branch hint on purpose: a hint moves the recording path out of line and
-// costs it a jump back, while the test costs the same either way.
+// Hinted unlikely: the path without recording (the common case in
+// production) then runs straight through, with no taken jump.
 FERRET_ALWAYS_INLINE bool recording() noexcept {
-  return g_mode.load(std::memory_order_relaxed) != mode_off;
+  return FERRET_UNLIKELY(g_mode.load(std::memory_order_relaxed) != mode_off);
 }
 
 FERRET_NOINLINE inline const runtime_api* resolve_runtime() noexcept {
