@@ -153,7 +153,8 @@ TEST_CASE("clock: raw readings convert to CLOCK_MONOTONIC_RAW nanoseconds") {
   for (const bool hardware : {true, false}) {
     CAPTURE(hardware);
     host_clock clock;
-    clock.start(hardware);
+    const std::int64_t origin = monotonic_raw_ns() - 5'000'000;  // "process start", 5 ms ago
+    clock.start(hardware, origin);
     const std::uint64_t first_raw = clock.read();
     const std::int64_t first_ns = monotonic_raw_ns();
     std::this_thread::sleep_for(std::chrono::milliseconds{30});
@@ -164,7 +165,9 @@ TEST_CASE("clock: raw readings convert to CLOCK_MONOTONIC_RAW nanoseconds") {
     const std::int64_t measured = second_ns - first_ns;
     // Within 0.1% plus a few microseconds of sampling jitter.
     CHECK(std::llabs(converted - measured) < measured / 1000 + 20'000);
-    CHECK(clock.to_ns(first_raw) >= 0);
+    // Time zero is the origin, not the clock's start.
+    CHECK(clock.to_ns(first_raw) >= 5'000'000);
+    CHECK(std::llabs(clock.to_ns(first_raw) - (first_ns - origin)) < 20'000);
     CHECK(clock.to_ns(second_raw) > clock.to_ns(first_raw));
     if (hardware && clock.source() != clock_source::monotonic_raw)
       CHECK(clock.ticks_per_second() > 1e6);

@@ -74,13 +74,14 @@ bool hardware_counter_is_invariant() noexcept {
 #endif
 }
 
-void host_clock::start(bool hardware) noexcept {
+void host_clock::start(bool hardware, std::int64_t origin_ns) noexcept {
   source_ = hardware ? hardware_source() : clock_source::monotonic_raw;
   // The hot path stamps with the hardware counter; on architectures without
   // one it reads CLOCK_MONOTONIC_RAW itself, which is then always right.
   hot_path_stamps_ = hardware || hardware_source() == clock_source::monotonic_raw;
-  start_ns_ = monotonic_raw_ns();
-  start_realtime_ns_ = realtime_ns();
+  const std::int64_t now = monotonic_raw_ns();
+  start_ns_ = std::min(origin_ns, now);
+  start_realtime_ns_ = realtime_ns() - (now - start_ns_);
   first_ = sample();
   points_.assign(1, first_);
 }

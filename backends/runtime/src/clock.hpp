@@ -26,7 +26,8 @@ class host_clock {
  public:
   // `hardware` selects the counter the inline hot path reads on this
   // architecture; false selects CLOCK_MONOTONIC_RAW for every event.
-  void start(bool hardware) noexcept;
+  // `origin_ns` (CLOCK_MONOTONIC_RAW, at or before now) becomes time zero.
+  void start(bool hardware, std::int64_t origin_ns) noexcept;
 
   clock_source source() const noexcept { return source_; }
   std::string source_name() const;
@@ -39,7 +40,7 @@ class host_clock {
   // Adds a (raw, ns) pair; call from the draining thread only, before
   // converting the events written up to now.
   void add_sync_point();
-  // Nanoseconds since start() for a raw value (draining thread only).
+  // Nanoseconds since the origin for a raw value (draining thread only).
   std::int64_t to_ns(std::uint64_t raw) const noexcept;
   // Measured counter frequency over the run so far (0 for monotonic_raw).
   double ticks_per_second() const noexcept;

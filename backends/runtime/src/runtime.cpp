@@ -332,6 +332,10 @@ thread_local thread_exit_hook t_exit_hook;
 
 void on_process_exit() { runtime_state::instance().finish(false); }
 
+// Time zero of the traces: when the runtime was loaded, before main() (or the
+// fork, in a child).
+std::int64_t g_process_start_ns = monotonic_raw_ns();
+
 std::atomic<bool> g_signal_pending{false};
 std::atomic<bool> g_signal_flush_done{false};
 std::atomic<session*> g_signal_session{nullptr};
@@ -399,7 +403,7 @@ bool runtime_state::start_session() {
   if (config_.clock == clock_choice::tsc && !invariant)
     message("FERRET_CLOCK=tsc, but this CPU does not report an invariant counter: "
             "timestamps from different cores may disagree");
-  s->clock.start(hardware);
+  s->clock.start(hardware, g_process_start_ns);
   info.clock_source = s->clock.source_name();
   info.start_monotonic_raw_ns = s->clock.start_monotonic_raw_ns();
   info.start_realtime_ns = s->clock.start_realtime_ns();
@@ -947,6 +951,7 @@ void runtime_state::fork_child() {
     t_owner = nullptr;
   }
   g_signal_session.store(nullptr);
+  g_process_start_ns = monotonic_raw_ns();
   const std::string& output = config_.output;
   const bool per_process = output.find("%p") != std::string::npos || output.back() == '/' ||
                            is_directory(output);

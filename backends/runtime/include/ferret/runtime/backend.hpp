@@ -2,7 +2,7 @@
 //
 // The runtime drains the per-thread buffers (in its background thread, when a
 // buffer fills, at ferret::flush() and at exit), converts timestamps to
-// nanoseconds since the session start, resolves names, and hands each backend
+// nanoseconds since the process start, resolves names, and hands each backend
 // batches of records. All calls into one backend are serialised by the runtime:
 // a backend needs no locking of its own.
 //
@@ -43,7 +43,7 @@ enum class record_kind : std::uint8_t { region_begin, region_end, mark, counter 
 /// One event of one thread. Records of a thread arrive in the order the
 /// thread wrote them (which is time order).
 struct record {
-  std::int64_t time_ns;  // since session_info::start
+  std::int64_t time_ns;  // since the process start (session_info::start_monotonic_raw_ns)
   record_kind kind;
   const name_info* name;
   double value;  // counters only
@@ -84,7 +84,8 @@ struct session_info {
   std::string executable;     // base name of /proc/self/exe
   std::string command_line;   // arguments joined by spaces
   std::string clock_source;   // "tsc", "cntvct" or "CLOCK_MONOTONIC_RAW"
-  std::int64_t start_monotonic_raw_ns;  // session start on CLOCK_MONOTONIC_RAW
+  std::int64_t start_monotonic_raw_ns;  // time zero: the runtime's load (process start, or
+                                        // the fork in a child) on CLOCK_MONOTONIC_RAW
   std::int64_t start_realtime_ns;       // the same instant on CLOCK_REALTIME
   std::string ferret_version;
 };
