@@ -84,6 +84,7 @@ void host_clock::start(bool hardware, std::int64_t origin_ns) noexcept {
   start_realtime_ns_ = realtime_ns() - (now - start_ns_);
   first_ = sample();
   points_.assign(1, first_);
+  have_latest_ = false;
 }
 
 std::string host_clock::source_name() const {
@@ -134,6 +135,7 @@ void host_clock::add_sync_point() {
   const sync_point point = sample();
   if (point.raw <= points_.back().raw || point.ns <= points_.back().ns) return;
   latest_ = segment_between(points_.back(), point);
+  have_latest_ = true;
   points_.push_back(point);
   if (points_.size() > max_sync_points) points_.pop_front();
 }
@@ -152,8 +154,8 @@ std::int64_t host_clock::apply(const segment& s, std::uint64_t raw) noexcept {
 
 std::int64_t host_clock::to_ns(std::uint64_t raw) const noexcept {
   if (source_ == clock_source::monotonic_raw) return static_cast<std::int64_t>(raw) - start_ns_;
-  if (points_.size() < 2) return static_cast<std::int64_t>(raw - first_.raw);
-  if (raw >= latest_.base.raw) return apply(latest_, raw) - start_ns_;
+  if (have_latest_ && raw >= latest_.base.raw) return apply(latest_, raw) - start_ns_;
+  if (!have_latest_) return static_cast<std::int64_t>(raw - first_.raw);
   // Older events: the segment around raw; before the first pair, the first
   // segment's rate extrapolates.
   auto upper = std::upper_bound(points_.begin(), points_.end(), raw,

@@ -72,6 +72,7 @@ class host_clock {
   // The newest segment, where nearly every drained event falls (events are
   // drained within one or two intervals of being written).
   segment latest_{};
+  bool have_latest_ = false;  // two pairs exist, latest_ is valid
 };
 
 }  // namespace ferret::runtime::internal

@@ -19,7 +19,9 @@ namespace ferret::detail {
 // Per shared object (hidden), so the hot path reads them PC-relative / with
 // initial-exec TLS. The runtime learns each flag's address when the object
 // attaches, and binds each object's thread slot on the thread's first event.
-FERRET_DSO_LOCAL inline std::atomic<std::uint8_t> g_mode{mode_unresolved};
+// On a cache line of its own: every annotation reads it, and a neighbour that
+// the application writes often would make that read miss.
+alignas(64) FERRET_DSO_LOCAL inline std::atomic<std::uint8_t> g_mode{mode_unresolved};
 FERRET_DSO_LOCAL inline std::atomic<const runtime_api*> g_api{nullptr};
 // Never written: its pos == end == nullptr sends a thread's first event to the
 // slow path, and its empty literal cache misses.
