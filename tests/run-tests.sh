@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds ferret and runs the whole test suite three times: with warnings as
-# errors; under AddressSanitizer + UndefinedBehaviorSanitizer; and the
-# threaded tests under ThreadSanitizer. .ci/run calls this script.
+# errors (plus the benchmarks, built and smoke-run); under AddressSanitizer +
+# UndefinedBehaviorSanitizer; and the threaded tests under ThreadSanitizer.
+# .ci/run calls this script.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 jobs=$(nproc)
@@ -19,6 +20,6 @@ run() {  # run <name> <ctest args...> -- <cmake args...>
   ctest --test-dir "$build" --output-on-failure -j "$jobs" "${ctest_args[@]}"
 }
 
-run release -- -DCMAKE_BUILD_TYPE=RelWithDebInfo
+run release -- -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFERRET_BUILD_BENCHMARKS=ON
 run asan-ubsan -- -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFERRET_SANITIZE=address,undefined
 run tsan -L threaded -- -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFERRET_SANITIZE=thread
