@@ -259,7 +259,7 @@ class runtime_state {
   void set_metadata(std::string_view key, metadata_value value);
   std::uint64_t register_object(std::string_view name, const void* address, std::size_t bytes,
                                 memory_kind memory, int device);
-  void unregister_object(std::optional<data_object_info> removed);
+  void announce_removal(std::optional<data_object_info> removed);
   void unregister_object(std::uint64_t id);
   void unregister_object_at(const void* address);
   std::optional<data_object_info> find_object(const void* address);
@@ -696,7 +696,8 @@ std::uint64_t runtime_state::register_object(std::string_view name, const void* 
   return object.id;
 }
 
-void runtime_state::unregister_object(std::optional<data_object_info> removed) {
+// Queues the end of a removed object's lifetime for the backends.
+void runtime_state::announce_removal(std::optional<data_object_info> removed) {
   if (!removed) return;
   if (session* s = current_.load(std::memory_order_acquire)) {
     std::lock_guard lock{s->pending_mutex};
@@ -711,7 +712,7 @@ void runtime_state::unregister_object(std::uint64_t id) {
     std::unique_lock lock{objects_mutex_};
     removed = objects_.erase(id);
   }
-  unregister_object(std::move(removed));
+  announce_removal(std::move(removed));
 }
 
 void runtime_state::unregister_object_at(const void* address) {
@@ -720,7 +721,7 @@ void runtime_state::unregister_object_at(const void* address) {
     std::unique_lock lock{objects_mutex_};
     removed = objects_.erase_at(reinterpret_cast<std::uintptr_t>(address));
   }
-  unregister_object(std::move(removed));
+  announce_removal(std::move(removed));
 }
 
 std::optional<data_object_info> runtime_state::find_object(const void* address) {
