@@ -53,7 +53,8 @@ static_assert(sizeof(event) == 16, "buffered events must stay 16 bytes");
 
 inline constexpr unsigned literal_cache_size = 32;
 
-struct literal_cache_entry {
+// 32 bytes, so that finding a literal's slot is a mask and a scaled add.
+struct alignas(32) literal_cache_entry {
   const char* literal;
   const char* domain;
   const site* interned;
