@@ -39,27 +39,9 @@
 #include <memory>
 #include <string>
 
+#include "discard_backend.hpp"
+
 namespace {
-
-// The same "discard" backend as ferret-bench: counts records and drops them.
-std::atomic<std::uint64_t> g_received{0};
-
-class discard_backend final : public ferret::runtime::backend {
- public:
-  void thread_records(const ferret::runtime::thread_info&, const ferret::runtime::record*,
-                      std::size_t count) override {
-    g_received.fetch_add(count, std::memory_order_relaxed);
-  }
-  void data_object(const ferret::runtime::data_object_event&) override {}
-  void flush(const ferret::runtime::session_status&) override {}
-  void abandon() noexcept override {}
-  std::string describe() const override { return "discard"; }
-};
-
-std::unique_ptr<ferret::runtime::backend> make_discard(const ferret::runtime::backend_context&,
-                                                       std::string&) {
-  return std::make_unique<discard_backend>();
-}
 
 ferret::name g_name;
 // One array for the counted function and the warm-up, so that the literal is
@@ -68,8 +50,6 @@ constexpr char k_literal[] = "traced_literal";
 
 }  // namespace
 
-FERRET_REGISTER_BACKEND("discard", "counts the records it receives and drops them",
-                        make_discard);
 
 extern "C" void count_compiled_out(long pairs);  // compiled_out.cpp
 
@@ -189,7 +169,7 @@ int main(int argc, char** argv) {
   ferret::flush();
   std::printf("ferret-instruction-count: %ld pairs per mode; the backend received %" PRIu64
               " events of %" PRIu64 " written%s\n",
-              pairs, g_received.load(), g_expected,
-              g_received.load() == g_expected ? "" : " - MISMATCH (was FERRET_BACKEND set?)");
-  return g_received.load() == g_expected ? 0 : 2;
+              pairs, ferret_bench::g_discard.received.load(), g_expected,
+              ferret_bench::g_discard.received.load() == g_expected ? "" : " - MISMATCH (was FERRET_BACKEND set?)");
+  return ferret_bench::g_discard.received.load() == g_expected ? 0 : 2;
 }

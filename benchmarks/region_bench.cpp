@@ -59,53 +59,18 @@
 
 #include <time.h>
 
+#include "discard_backend.hpp"
+
 namespace ferret_bench {
 
 void compiled_out(benchmark::State& state);  // compiled_out.cpp (FERRET_ENABLED=0)
 
 // ---------------------------------------------------------------------------
-// The discard backend
+// Event accounting: what the traced code wrote (the discard backend counts
+// what it received, see discard_backend.hpp).
 
-// Written by the drainer and at the end of runs: on cache lines of their own,
-// so that they never share one with the mode flag that every annotation reads.
-struct alignas(64) accounting {
-  std::atomic<bool> discard_started{false};
-  std::atomic<std::uint64_t> received{0};          // records handed to the backend
-  std::atomic<std::uint64_t> runtime_recorded{0};  // the runtime's count, last flush
-  std::atomic<std::uint64_t> runtime_dropped{0};   // the runtime's drop count, last flush
-  std::atomic<std::uint64_t> expected{0};          // events the traced code wrote
-};
-accounting g_count;
+std::atomic<std::uint64_t> g_expected{0};
 
-class discard_backend final : public ferret::runtime::backend {
- public:
-  void thread_records(const ferret::runtime::thread_info&, const ferret::runtime::record*,
-                      std::size_t count) override {
-    g_count.received.fetch_add(count, std::memory_order_relaxed);
-  }
-  void data_object(const ferret::runtime::data_object_event&) override {}
-  void flush(const ferret::runtime::session_status& status) override {
-    g_count.runtime_recorded.store(status.events_recorded, std::memory_order_relaxed);
-    g_count.runtime_dropped.store(status.events_dropped, std::memory_order_relaxed);
-  }
-  void abandon() noexcept override {}
-  std::string describe() const override {
-    return "discard: " + std::to_string(g_count.received.load()) + " records received and dropped";
-  }
-};
-
-std::unique_ptr<ferret::runtime::backend> make_discard(const ferret::runtime::backend_context&,
-                                                       std::string&) {
-  g_count.discard_started.store(true);
-  return std::make_unique<discard_backend>();
-}
-
-}  // namespace ferret_bench
-
-FERRET_REGISTER_BACKEND("discard", "counts the records it receives and drops them (ferret-bench)",
-                        ferret_bench::make_discard);
-
-namespace ferret_bench {
 namespace {
 
 constexpr double sustained_min_time = 0.5;  // s; many buffer-fulls per run (see drained)
@@ -137,13 +102,13 @@ void per_thread_time(benchmark::State& state) {
 class traced_accounting {
  public:
   explicit traced_accounting(benchmark::State& state)
-      : state_(state), received_before_(g_count.received.load()) {}
+      : state_(state), received_before_(g_discard.received.load()) {}
   ~traced_accounting() {
     const auto pairs = static_cast<std::uint64_t>(state_.iterations());
-    g_count.expected.fetch_add(2 * pairs, std::memory_order_relaxed);
+    g_expected.fetch_add(2 * pairs, std::memory_order_relaxed);
     if (state_.thread_index() == 0) {
       const double written = 2.0 * static_cast<double>(pairs) * state_.threads();
-      const auto drained = static_cast<double>(g_count.received.load() - received_before_);
+      const auto drained = static_cast<double>(g_discard.received.load() - received_before_);
       state_.counters["drained"] = written > 0 ? drained / written : 0.0;
     }
     per_thread_time(state_);
@@ -239,7 +204,7 @@ void drain(benchmark::State& state) {
     state.SetIterationTime((thread_cpu_seconds() - cpu_start) / static_cast<double>(drain_pairs));
     wall += wall_took.count() / static_cast<double>(drain_pairs);
   }
-  g_count.expected.fetch_add(2 * static_cast<std::uint64_t>(drain_pairs) *
+  g_expected.fetch_add(2 * static_cast<std::uint64_t>(drain_pairs) *
                            static_cast<std::uint64_t>(state.iterations()),
                        std::memory_order_relaxed);
   state.counters["wall_per_pair"] =
@@ -358,8 +323,8 @@ int main(int argc, char** argv) {
   }
   ferret::pause();
   ferret::flush();
-  g_count.expected.fetch_add(2 * warm_up_pairs);
-  const bool backend_active = g_count.discard_started.load() && g_count.received.load() > 0;
+  g_expected.fetch_add(2 * warm_up_pairs);
+  const bool backend_active = g_discard.started.load() && g_discard.received.load() > 0;
   if (!backend_active)
     std::fprintf(stderr,
                  "ferret-bench: WARNING: the discard backend is not recording "
@@ -387,13 +352,13 @@ int main(int argc, char** argv) {
                     static_cast<double>(after.total - before.total));
 
   ferret::flush();
-  const std::uint64_t received = g_count.received.load();
-  const std::uint64_t expected = g_count.expected.load();
-  const std::uint64_t dropped = g_count.runtime_dropped.load();
+  const std::uint64_t received = g_discard.received.load();
+  const std::uint64_t expected = g_expected.load();
+  const std::uint64_t dropped = g_discard.runtime_dropped.load();
   std::printf(
       "ferret-bench: the discard backend received %" PRIu64 " events; the traced code wrote %" PRIu64
       " (2 per pair); the runtime reported %" PRIu64 " recorded, %" PRIu64 " dropped%s\n",
-      received, expected, g_count.runtime_recorded.load(), dropped,
+      received, expected, g_discard.runtime_recorded.load(), dropped,
       !backend_active       ? " (backend not active)"
       : received == expected ? " - all events accounted for"
                              : " - MISMATCH");
