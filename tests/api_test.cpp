@@ -2,8 +2,6 @@
 // and function, domains, names, counters, thread names, metadata, data
 // objects, pause/resume. Runs with FERRET_BACKEND=memory (see CMakeLists.txt).
 #include <doctest/doctest.h>
-
-#include <cstdlib>
 #include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -20,14 +18,6 @@
 using ferret::runtime::record_kind;
 using ferret::testing::captured_record;
 using ferret::testing::memory_backend;
-
-// Defaults for running the binary by hand; CTest's environment takes precedence.
-[[maybe_unused]] static const bool environment_defaults = [] {
-  setenv("FERRET_BACKEND", "memory", 0);
-  setenv("FERRET_FLUSH_INTERVAL", "0", 0);
-  setenv("FERRET_VERBOSE", "0", 0);
-  return true;
-}();
 
 namespace {
 

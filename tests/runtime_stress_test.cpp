@@ -4,8 +4,6 @@
 // in order and properly nested per thread, or be counted as dropped.
 #include <doctest/doctest.h>
 
-#include <cstdlib>
-
 #include <atomic>
 #include <thread>
 #include <variant>
@@ -16,14 +14,6 @@
 
 using ferret::runtime::record_kind;
 using ferret::testing::memory_backend;
-
-// Defaults for running the binary by hand; CTest's environment takes precedence.
-[[maybe_unused]] static const bool environment_defaults = [] {
-  setenv("FERRET_BACKEND", "memory", 0);
-  setenv("FERRET_FLUSH_INTERVAL", "0", 0);
-  setenv("FERRET_VERBOSE", "0", 0);
-  return true;
-}();
 
 namespace {
 

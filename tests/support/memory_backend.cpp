@@ -1,5 +1,7 @@
 #include "memory_backend.hpp"
 
+#include <cstdlib>
+
 namespace ferret::testing {
 namespace {
 
@@ -13,6 +15,15 @@ std::unique_ptr<runtime::backend> make(const runtime::backend_context&, std::str
 }  // namespace
 
 FERRET_REGISTER_BACKEND("memory", "records kept in memory for tests", make);
+
+// A test linking this backend selects it when run by hand (before its first
+// annotation starts the runtime); CTest's environment takes precedence.
+[[maybe_unused]] const bool environment_defaults = [] {
+  setenv("FERRET_BACKEND", "memory", 0);
+  setenv("FERRET_FLUSH_INTERVAL", "0", 0);
+  setenv("FERRET_VERBOSE", "0", 0);
+  return true;
+}();
 
 capture memory_backend::snapshot() {
   std::lock_guard lock{g_mutex};
