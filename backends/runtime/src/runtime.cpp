@@ -203,6 +203,7 @@ struct session {
   std::vector<pending_object_event> pending_objects;
 
   std::mutex drain_mutex;
+  bool closed = false;  // the final drain is done (guarded by drain_mutex)
   std::thread drainer;
   int wake_pipe[2] = {-1, -1};
   std::atomic<bool> stopping{false};
@@ -736,9 +737,13 @@ std::optional<data_object_info> runtime_state::find_object(const void* address) 
 
 void runtime_state::drain(session& s, bool final) {
   std::lock_guard lock{s.drain_mutex};
+  // After the final drain the backends are closed: a writer racing exit()
+  // must not reach them again.
+  if (s.closed) return;
   t_in_drain = true;
   drain_locked(s, final);
   t_in_drain = false;
+  if (final) s.closed = true;
 }
 
 bool runtime_state::drain_thread(session& s, thread_state& state) {
