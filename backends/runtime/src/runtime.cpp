@@ -606,8 +606,7 @@ const site* runtime_state::intern_literal(thread_buffer** slot, const char* lite
     interned = entry.get();
   }
   if (thread_state* state = bind(slot)) {
-    auto& cached = state->literal_cache[(reinterpret_cast<std::uintptr_t>(literal) >> 3) %
-                                        detail::literal_cache_size];
+    auto& cached = state->literal_slot(literal);
     cached = {literal, domain, interned};
   }
   return interned;

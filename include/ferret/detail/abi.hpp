@@ -68,6 +68,11 @@ struct thread_buffer {
   std::atomic<event*> pos;
   event* end;
   literal_cache_entry literal_cache[literal_cache_size];
+
+  // The one slot a literal may occupy; the header looks it up, the runtime fills it.
+  literal_cache_entry& literal_slot(const char* literal) noexcept {
+    return literal_cache[(reinterpret_cast<std::uintptr_t>(literal) >> 3) % literal_cache_size];
+  }
 };
 
 // Values of the per-DSO mode flag the hot path tests.

@@ -126,9 +126,7 @@ FERRET_NOINLINE inline const site* intern_literal_slow(const char* literal,
 // Maps a string literal to its site record through the thread's small cache;
 // the runtime interns on a miss. Returns nullptr when there is no runtime.
 FERRET_ALWAYS_INLINE const site* intern_literal(const char* literal, const char* domain) noexcept {
-  const literal_cache_entry& entry =
-      t_buffer->literal_cache[(reinterpret_cast<std::uintptr_t>(literal) >> 3) %
-                              literal_cache_size];
+  const literal_cache_entry& entry = t_buffer->literal_slot(literal);
   if (FERRET_LIKELY(entry.literal == literal && entry.domain == domain)) return entry.interned;
   return intern_literal_slow(literal, domain);
 }
