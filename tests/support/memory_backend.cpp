@@ -34,6 +34,28 @@ void memory_backend::clear() {
   std::lock_guard lock{g_mutex};
   g_capture.threads.clear();
   g_capture.objects.clear();
+  g_capture.gpu_activities.clear();
+  g_capture.gpu_devices.clear();
+}
+
+void memory_backend::gpu_device(const runtime::gpu_device_info& device) {
+  std::lock_guard lock{g_mutex};
+  g_capture.gpu_devices.push_back(device);
+}
+
+void memory_backend::gpu_activities(const runtime::gpu_activity* activities, std::size_t count) {
+  std::lock_guard lock{g_mutex};
+  for (std::size_t i = 0; i < count; ++i) {
+    captured_gpu_activity out{activities[i], {}, {}, {}};
+    out.context = runtime::context_path(out.activity.launch.context, "/", true);
+    if (out.activity.source_object != nullptr) out.source_object = out.activity.source_object->name;
+    if (out.activity.destination_object != nullptr)
+      out.destination_object = out.activity.destination_object->name;
+    out.activity.launch.context = nullptr;
+    out.activity.source_object = nullptr;
+    out.activity.destination_object = nullptr;
+    g_capture.gpu_activities.push_back(std::move(out));
+  }
 }
 
 void memory_backend::thread_records(const runtime::thread_info& thread,

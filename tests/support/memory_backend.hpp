@@ -35,7 +35,17 @@ struct captured_object_event {
   runtime::data_object_info object;
 };
 
+// A GPU operation as delivered, with what its pointers named copied out.
+struct captured_gpu_activity {
+  runtime::gpu_activity activity;  // pointers cleared
+  std::string context;             // context_path(launch.context, "/", true)
+  std::string source_object;
+  std::string destination_object;
+};
+
 struct capture {
+  std::vector<captured_gpu_activity> gpu_activities;
+  std::vector<runtime::gpu_device_info> gpu_devices;
   std::map<std::uint64_t, captured_thread> threads;  // by tid
   std::vector<captured_object_event> objects;
   runtime::metadata_list user_metadata;
@@ -55,6 +65,8 @@ class memory_backend final : public runtime::backend {
                       std::size_t count) override;
   void data_object(const runtime::data_object_event& event) override;
   void flush(const runtime::session_status& status) override;
+  void gpu_device(const runtime::gpu_device_info& device) override;
+  void gpu_activities(const runtime::gpu_activity* activities, std::size_t count) override;
   void abandon() noexcept override {}
   std::string describe() const override { return "memory backend"; }
 };

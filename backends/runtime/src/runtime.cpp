@@ -41,6 +41,7 @@
 
 #include "clock.hpp"
 #include "data_object_map.hpp"
+#include "gpu_attribution.hpp"
 #include "ferret/config.hpp"
 #include "ferret/runtime/runtime.hpp"
 #include "registry.hpp"
@@ -159,8 +160,10 @@ struct thread_state : thread_buffer {
   std::string name;
   bool retired = false;
 
-  // Drainer only: consumed up to here in chunks.front() (nullptr: its begin).
+  // Drainer only: consumed up to here in chunks.front() (nullptr: its begin),
+  // and the calling context after the last drained event (nullptr: the root).
   event* drained = nullptr;
+  const context_node* context = nullptr;
 };
 
 // Trivially destructible, so still readable while the thread's TLS
@@ -174,6 +177,9 @@ struct pending_object_event {
   data_object_change change;
   std::uint64_t tid;
   data_object_info object;
+  // Allocations the runtime tracks itself: the allocating call, for the name.
+  std::uint64_t correlation = 0;
+  std::string api{};
 };
 
 struct session;
@@ -219,6 +225,17 @@ struct session {
   static constexpr std::size_t name_cache_size = 64;
   std::pair<const site*, const name_info*> name_cache[name_cache_size] = {};
   std::vector<record> scratch;
+  // GPU attribution (see gpu_attribution.hpp).
+  std::uint64_t cycle = 0;
+  metadata_list final_metadata;  // for the exit report
+  context_tree contexts;
+  launch_table launches;
+  object_history objects;
+  std::vector<gpu_activity> gpu_batch;
+  std::vector<gpu_device_info> gpu_devices;
+  std::uint64_t gpu_operations = 0;
+  std::uint64_t gpu_without_launch = 0;  // a correlation id no drained call carried
+  std::uint64_t gpu_without_call = 0;    // no correlation id: the driver's own work
 
   chunk* take_chunk() {
     std::lock_guard lock{pool_mutex};
@@ -264,6 +281,12 @@ class runtime_state {
   void unregister_object(std::uint64_t id);
   void unregister_object_at(const void* address);
   std::optional<data_object_info> find_object(const void* address);
+  std::uint64_t find_object_id(const void* address);
+  std::uint64_t register_allocation(std::string_view api, std::uint64_t correlation,
+                                    const void* address, std::size_t bytes, memory_kind memory,
+                                    int device);
+  bool session_active();
+  bool add_collector(collector* source);
   void flush();
   void set_recording(bool on);
 
@@ -283,6 +306,8 @@ class runtime_state {
   void retire(thread_state& state);
   void drain(session& s, bool final);
   void drain_locked(session& s, bool final);
+  void deliver_objects(session& s);
+  void deliver_gpu_activity(session& s);
   bool drain_thread(session& s, thread_state& state);
   const name_info* name_of(session& s, const site* record_site);
   void drainer_loop(session& s);
@@ -316,6 +341,9 @@ class runtime_state {
 
   std::mutex metadata_mutex_;
   metadata_list user_metadata_;
+
+  std::mutex collectors_mutex_;
+  std::vector<collector*> collectors_;
 };
 
 // Runs the thread's retirement when it exits; odr-used on first bind.
@@ -696,6 +724,24 @@ std::uint64_t runtime_state::register_object(std::string_view name, const void* 
   return object.id;
 }
 
+std::uint64_t runtime_state::register_allocation(std::string_view api, std::uint64_t correlation,
+                                                 const void* address, std::size_t bytes,
+                                                 memory_kind memory, int device) {
+  // Named after the call until the drain knows the call's calling context.
+  const std::uint64_t id = register_object(api, address, bytes, memory, device);
+  if (id == 0) return 0;
+  if (session* s = current_.load(std::memory_order_acquire)) {
+    std::lock_guard lock{s->pending_mutex};
+    for (auto it = s->pending_objects.rbegin(); it != s->pending_objects.rend(); ++it)
+      if (it->object.id == id && it->change == data_object_change::registered) {
+        it->correlation = correlation;
+        it->api = std::string{api};
+        break;
+      }
+  }
+  return id;
+}
+
 // Queues the end of a removed object's lifetime for the backends.
 void runtime_state::announce_removal(std::optional<data_object_info> removed) {
   if (!removed) return;
@@ -731,6 +777,34 @@ std::optional<data_object_info> runtime_state::find_object(const void* address) 
   return std::nullopt;
 }
 
+std::uint64_t runtime_state::find_object_id(const void* address) {
+  std::shared_lock lock{objects_mutex_};
+  const data_object_info* found = objects_.find(reinterpret_cast<std::uintptr_t>(address));
+  return found != nullptr ? found->id : 0;
+}
+
+// ---------------------------------------------------------------------------
+// Collectors
+
+bool runtime_state::session_active() {
+  {
+    std::lock_guard lock{init_mutex_};
+    if (!initialized_) {
+      initialized_ = true;
+      initialize();
+    }
+  }
+  return current_.load(std::memory_order_acquire) != nullptr;
+}
+
+bool runtime_state::add_collector(collector* source) {
+  if (!session_active()) return false;
+  std::lock_guard lock{collectors_mutex_};
+  if (std::find(collectors_.begin(), collectors_.end(), source) == collectors_.end())
+    collectors_.push_back(source);
+  return true;
+}
+
 // ---------------------------------------------------------------------------
 // Draining
 
@@ -761,6 +835,7 @@ bool runtime_state::drain_thread(session& s, thread_state& state) {
     name = state.name;
   }
   const thread_info thread{s.info.pid, state.tid, name, state.is_main};
+  if (state.context == nullptr) state.context = s.contexts.root();
   for (std::size_t i = 0; i < chunks.size(); ++i) {
     const chunk& c = *chunks[i];
     const bool current = i + 1 == chunks.size() && !retired;
@@ -773,14 +848,26 @@ bool runtime_state::drain_thread(session& s, thread_state& state) {
       const std::uint64_t raw = (std::uint64_t{from->time_hi} << 32) | from->time_lo;
       record r{s.clock.to_ns(raw), record_kind::mark, name_of(s, record_site), 0.0};
       switch (word & detail::kind_mask) {
-        case detail::kind_begin: r.kind = record_kind::region_begin; break;
-        case detail::kind_end: r.kind = record_kind::region_end; break;
+        case detail::kind_begin:
+          r.kind = record_kind::region_begin;
+          state.context = s.contexts.enter(state.context, r.name);
+          break;
+        case detail::kind_end:
+          r.kind = record_kind::region_end;
+          state.context = context_tree::leave(state.context, r.name);
+          break;
         case detail::kind_mark: r.kind = record_kind::mark; break;
         case detail::kind_counter:
           r.kind = record_kind::counter;
           if (from + 1 < to) std::memcpy(&r.value, &from[1].word, sizeof r.value);
           ++from;
           break;
+        case detail::kind_correlation:
+          // Not a record for the backends: it ties GPU work to this context.
+          if (from + 1 < to)
+            s.launches.record(from[1].word, state.tid, r.time_ns, state.context, s.cycle);
+          from += 2;
+          continue;
         default: break;
       }
       ++from;
@@ -800,19 +887,75 @@ bool runtime_state::drain_thread(session& s, thread_state& state) {
   return retired;
 }
 
-void runtime_state::drain_locked(session& s, bool final) {
-  s.clock.add_sync_point();
-
+void runtime_state::deliver_objects(session& s) {
   std::vector<pending_object_event> objects;
   {
     std::lock_guard lock{s.pending_mutex};
     objects.swap(s.pending_objects);
   }
-  for (const pending_object_event& pending : objects) {
+  for (pending_object_event& pending : objects) {
+    if (pending.change == data_object_change::registered) {
+      if (pending.correlation != 0) {
+        // Not matched: the allocating call was not drained (recording paused).
+        const std::optional<gpu_launch> launch = s.launches.find(pending.correlation, s.cycle);
+        pending.object.allocated_in = launch ? launch->context : s.contexts.root();
+        pending.object.name = allocation_name(pending.api, pending.object.allocated_in);
+      }
+      s.objects.registered(pending.object);
+    } else if (const data_object_info* known = s.objects.find(pending.object.id)) {
+      pending.object = *known;  // the name the registration was announced with
+      s.objects.released(pending.object.id, s.cycle);
+    }
     const data_object_event change{s.clock.to_ns(pending.raw_time), pending.change, pending.tid,
                                    &pending.object};
     for (auto& out : s.backends) out->data_object(change);
   }
+}
+
+void runtime_state::deliver_gpu_activity(session& s) {
+  for (const gpu_device_info& device : s.gpu_devices)
+    for (auto& out : s.backends) out->gpu_device(device);
+  s.gpu_devices.clear();
+  for (gpu_activity& activity : s.gpu_batch) {
+    activity.start_ns -= s.info.start_monotonic_raw_ns;
+    activity.end_ns -= s.info.start_monotonic_raw_ns;
+    if (activity.launch.correlation == 0) {
+      // Not started by an API call (e.g. the static memory of a module the
+      // driver loads): there is no launch to find.
+      ++s.gpu_without_call;
+    } else if (const std::optional<gpu_launch> launch =
+                   s.launches.find(activity.launch.correlation, s.cycle)) {
+      activity.launch = *launch;
+    } else if (++s.gpu_without_launch <= 5 && s.config.verbose >= 2) {
+      message("GPU {} without a launch seen: correlation {}, device {}, stream {}, {} bytes",
+              to_string(activity.operation), activity.launch.correlation, activity.device,
+              activity.stream, activity.bytes);
+    }
+    activity.source_object =
+        activity.source_object_id != 0 ? s.objects.find(activity.source_object_id) : nullptr;
+    activity.destination_object =
+        activity.destination_object_id != 0 ? s.objects.find(activity.destination_object_id) : nullptr;
+  }
+  s.gpu_operations += s.gpu_batch.size();
+  if (!s.gpu_batch.empty())
+    for (auto& out : s.backends) out->gpu_activities(s.gpu_batch.data(), s.gpu_batch.size());
+  s.gpu_batch.clear();
+  s.launches.evict(s.cycle);
+  s.objects.evict(s.cycle);
+}
+
+void runtime_state::drain_locked(session& s, bool final) {
+  ++s.cycle;
+  s.clock.add_sync_point();
+
+  // Collectors first: every operation they hand over was launched before
+  // this point, so its launch is among the events drained below.
+  std::vector<collector*> collectors;
+  {
+    std::lock_guard lock{collectors_mutex_};
+    collectors = collectors_;
+  }
+  for (collector* source : collectors) source->collect(s.gpu_batch, s.gpu_devices, final);
 
   std::vector<thread_state*> threads;
   {
@@ -828,6 +971,8 @@ void runtime_state::drain_locked(session& s, bool final) {
     }
     delete state;
   }
+  deliver_objects(s);
+  deliver_gpu_activity(s);
 
   metadata_list runtime_metadata{
       {"buffer-bytes", static_cast<std::int64_t>(s.config.buffer_bytes)},
@@ -838,6 +983,15 @@ void runtime_state::drain_locked(session& s, bool final) {
   };
   if (const double hz = s.clock.ticks_per_second(); hz > 0)
     runtime_metadata.insert(runtime_metadata.begin(), {"clock-ticks-per-second", hz});
+  if (!collectors.empty()) {
+    runtime_metadata.emplace_back("gpu-operations", static_cast<std::int64_t>(s.gpu_operations));
+    runtime_metadata.emplace_back("gpu-operations-without-launch",
+                                  static_cast<std::int64_t>(s.gpu_without_launch));
+    runtime_metadata.emplace_back("gpu-operations-without-api-call",
+                                  static_cast<std::int64_t>(s.gpu_without_call));
+    for (collector* source : collectors) source->add_metadata(runtime_metadata);
+  }
+  if (final) s.final_metadata = runtime_metadata;
   metadata_list user_metadata;
   {
     std::lock_guard lock{metadata_mutex_};
@@ -883,6 +1037,14 @@ void runtime_state::report(session& s) {
     message("{} events were dropped: {} with the buffers full (raise FERRET_BUFFER_SIZE, now {} "
             "bytes), {} after their thread had exited",
             lost, s.dropped_full.load(), s.config.buffer_bytes, s.dropped_late.load());
+  // Collectors' losses (e.g. records CUPTI dropped) and unattributed GPU work.
+  for (const auto& [key, value] : s.final_metadata) {
+    const auto* count = std::get_if<std::int64_t>(&value);
+    if (count != nullptr && *count > 0 &&
+        (key.find("dropped") != std::string::npos || key == "gpu-operations-without-launch") &&
+        key.rfind("events-dropped", 0) != 0)
+      message("{}: {}", key, *count);
+  }
 }
 
 void runtime_state::finish(bool from_drainer) {
@@ -950,6 +1112,11 @@ void runtime_state::fork_child() {
   abandoned_.push_back(parent);
   // The parent's session is abandoned as it is (its drainer does not exist here).
   for (auto& out : parent->backends) out->abandon();
+  {
+    std::lock_guard lock{collectors_mutex_};
+    for (collector* source : collectors_) source->abandon();
+    collectors_.clear();
+  }
   if (t_state != nullptr) {
     for (thread_buffer** slot : t_state->slots) *slot = &g_rebind_buffer;
     t_state = nullptr;
@@ -1072,6 +1239,45 @@ std::optional<data_object_info> find_data_object(const void* address) {
 }
 
 std::vector<std::string> available_backends() { return internal::available_backends(); }
+
+std::uint64_t find_data_object_id(const void* address) noexcept {
+  try {
+    return internal::rt().find_object_id(address);
+  } catch (...) {
+    return 0;
+  }
+}
+
+bool session_active() noexcept {
+  try {
+    return internal::rt().session_active();
+  } catch (...) {
+    return false;
+  }
+}
+
+void print_message(std::string_view line) noexcept { internal::message("{}", line); }
+
+std::uint64_t register_allocation(std::string_view api, std::uint64_t correlation,
+                                  const void* address, std::size_t bytes, memory_kind memory,
+                                  int device) noexcept {
+  try {
+    return internal::rt().register_allocation(api, correlation, address, bytes, memory, device);
+  } catch (...) {
+    return 0;
+  }
+}
+
+void unregister_allocation(const void* address) noexcept {
+  try {
+    internal::rt().unregister_object_at(address);
+  } catch (...) {
+  }
+}
+
+bool register_collector(collector* source) {
+  return internal::rt().add_collector(source);
+}
 
 }  // namespace ferret::runtime
 

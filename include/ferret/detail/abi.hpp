@@ -39,6 +39,10 @@ enum event_kind : std::uint64_t {
   kind_end = 1,      // region left (word carries the site, so misuse is detected)
   kind_mark = 2,     // instant
   kind_counter = 3,  // counter sample; the following slot's word holds the double
+  // A GPU API call's correlation id (written by collectors such as
+  // backends/cupti inside the call's region): the following slot's word holds
+  // the id, which the runtime maps to the thread's calling context.
+  kind_correlation = 4,
   kind_mask = 7,
 };
 
@@ -125,4 +129,14 @@ extern "C" const ferret::detail::runtime_api* ferret_runtime_attach_v1(
 #else
 extern "C" FERRET_WEAK const ferret::detail::runtime_api* ferret_runtime_attach_v1(
     std::uint32_t abi_version, std::atomic<std::uint8_t>* mode_flag) noexcept;
+#endif
+
+// Code built against the ferret::cuda target (the CUDA collector) references
+// the collector, so that linkers that drop unreferenced libraries
+// (--as-needed) keep it: the collector starts from its library's initialiser.
+#if defined(FERRET_CUDA_LINKED)
+extern "C" const int ferret_cuda_collector_v1;
+namespace ferret::detail {
+[[gnu::used]] FERRET_DSO_LOCAL inline const int* const cuda_collector_anchor = &ferret_cuda_collector_v1;
+}  // namespace ferret::detail
 #endif

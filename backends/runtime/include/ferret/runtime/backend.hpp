@@ -63,6 +63,10 @@ struct data_object_info {
   std::size_t bytes;
   memory_kind memory;
   int device;  // -1 for host memory
+  // Objects the runtime tracks by itself (device allocations made through the
+  // CUDA API): the calling context of the allocating call; nullptr for objects
+  // the program registered.
+  const struct context_node* allocated_in = nullptr;
 };
 
 enum class data_object_change : std::uint8_t { registered, unregistered };
@@ -100,6 +104,103 @@ struct session_status {
   bool final;                    // true for the last call: close the output
 };
 
+// ---------------------------------------------------------------------------
+// GPU activity, from collectors such as backends/cupti.
+
+/// A node of the calling-context tree: the annotated regions (and, as leaves,
+/// the GPU API calls) open on a thread. The root has no name. Nodes live as
+/// long as the session; `id` is dense, in order of creation.
+struct context_node {
+  std::uint32_t id;
+  std::uint32_t depth;  // 0 for the root
+  const context_node* parent;
+  const name_info* name;  // nullptr for the root
+};
+
+/// Names from the root down, joined by `separator`; API calls (domain "cuda")
+/// are left out unless `with_api_calls`. "" for the root.
+FERRET_EXPORT std::string context_path(const context_node* node, std::string_view separator = "/",
+                                       bool with_api_calls = false);
+
+enum class gpu_operation : std::uint8_t { kernel, memcpy, memset, allocation, release, synchronization };
+
+enum class copy_kind : std::uint8_t {
+  unknown,
+  host_to_device,
+  device_to_host,
+  device_to_device,  // within one device
+  host_to_host,
+  peer_to_peer,  // between two devices
+};
+
+FERRET_EXPORT std::string_view to_string(gpu_operation operation) noexcept;
+/// "HtoD", "DtoH", "DtoD", "HtoH", "PtoP", "unknown".
+FERRET_EXPORT std::string_view to_string(copy_kind kind) noexcept;
+
+/// What a device can hold, for occupancy and for naming its tracks.
+struct gpu_device_info {
+  std::uint32_t id;
+  std::string name;  // "NVIDIA H100 80GB HBM3"
+  std::uint32_t compute_major, compute_minor;
+  std::uint32_t multiprocessors;
+  std::uint64_t global_memory_bytes;
+  std::uint32_t max_threads_per_block;
+  std::uint32_t max_warps_per_multiprocessor;
+  std::uint32_t max_blocks_per_multiprocessor;
+  std::uint32_t max_registers_per_multiprocessor;
+  std::uint32_t max_registers_per_block;
+  std::uint32_t max_shared_memory_per_multiprocessor;  // bytes
+  std::uint32_t max_shared_memory_per_block;           // bytes
+};
+
+/// Kernel launch attributes. occupancy: theoretical, active warps per SM over
+/// the maximum (0..1); negative when the device's limits are unknown.
+struct kernel_attributes {
+  std::uint32_t grid[3];
+  std::uint32_t block[3];
+  std::uint32_t registers_per_thread;
+  std::uint32_t static_shared_memory;   // bytes per block
+  std::uint32_t dynamic_shared_memory;  // bytes per block
+  std::uint32_t local_memory_per_thread;
+  std::uint32_t shared_memory_executed;  // carveout the kernel ran with (bytes per SM), 0 if unknown
+  double occupancy;
+};
+
+/// The host side of a GPU operation: the API call that launched it, on which
+/// thread, when, and in which calling context. tid == 0 when no launch was
+/// seen for the correlation id (counted, never guessed).
+struct gpu_launch {
+  std::uint64_t correlation;
+  std::uint64_t tid;
+  std::int64_t time_ns;  // inside the API call
+  const context_node* context;
+};
+
+/// One GPU operation, on the runtime's clock. Fields a kind does not use are zero.
+struct gpu_activity {
+  gpu_operation operation;
+  std::int64_t start_ns;
+  std::int64_t end_ns;
+  std::uint32_t device;
+  std::uint32_t stream;  // 0 when the operation has none
+  const char* name;      // kernel name as the compiler emitted it (mangled), or nullptr
+  gpu_launch launch;     // the collector sets launch.correlation, the runtime the rest
+  std::uint64_t bytes;   // copies, memsets, allocations
+  copy_kind copy;
+  std::int32_t source_device;       // copies: -1 for host memory
+  std::int32_t destination_device;  // copies: -1 for host memory
+  memory_kind memory;               // allocations and memsets
+  std::uintptr_t address;           // allocations, memsets: the device address
+  kernel_attributes kernel;
+  std::uint32_t detail;  // synchronization: 1 event, 2 stream wait event, 3 stream, 4 context, 0 unknown
+  // Data objects the operation reads and writes: the collector sets the ids
+  // (0: none), the runtime the pointers (valid for the call).
+  std::uint64_t source_object_id;
+  std::uint64_t destination_object_id;
+  const data_object_info* source_object;
+  const data_object_info* destination_object;
+};
+
 /// Everything a factory needs to create a backend.
 struct backend_context {
   const session_info* session;
@@ -130,6 +231,10 @@ class backend {
   virtual void abandon() noexcept = 0;
   /// One line for the exit summary, e.g. "chrome trace: ferret-app-42.json".
   virtual std::string describe() const = 0;
+  /// A GPU, before the first activity on it. Backends without GPU output ignore it.
+  virtual void gpu_device(const gpu_device_info& /*device*/) {}
+  /// GPU operations of one drain, in no particular order.
+  virtual void gpu_activities(const gpu_activity* /*activities*/, std::size_t /*count*/) {}
 };
 
 /// Creates a backend; on failure returns nullptr and sets `error` to one line.

@@ -1,0 +1,83 @@
+#include "gpu_attribution.hpp"
+
+namespace ferret::runtime::internal {
+
+context_tree::context_tree() { nodes_.push_back(node{{0, 0, nullptr, nullptr}}); }
+
+const context_node* context_tree::enter(const context_node* parent, const name_info* name) {
+  auto* from = static_cast<const node*>(parent);
+  if (from->last_name == name) return from->last_child;
+  const auto [it, inserted] = children_.try_emplace({parent, name}, nullptr);
+  if (inserted) {
+    nodes_.push_back(node{{static_cast<std::uint32_t>(nodes_.size()), parent->depth + 1, parent, name}});
+    it->second = &nodes_.back();
+  }
+  // The cache is the tree's own bookkeeping: the nodes are handed out const.
+  auto* cached = const_cast<node*>(from);
+  cached->last_name = name;
+  cached->last_child = it->second;
+  return it->second;
+}
+
+const context_node* context_tree::leave(const context_node* current, const name_info* name) noexcept {
+  for (const context_node* at = current; at != nullptr && at->parent != nullptr; at = at->parent)
+    if (at->name == name) return at->parent;
+  return current;
+}
+
+void launch_table::record(std::uint64_t correlation, std::uint64_t tid, std::int64_t time_ns,
+                          const context_node* context, std::uint64_t cycle) {
+  entries_.insert_or_assign(correlation, entry{tid, time_ns, context, cycle, false});
+}
+
+std::optional<gpu_launch> launch_table::find(std::uint64_t correlation, std::uint64_t cycle) {
+  const auto it = entries_.find(correlation);
+  if (it == entries_.end()) return std::nullopt;
+  it->second.matched = true;
+  it->second.cycle = cycle;
+  return gpu_launch{correlation, it->second.tid, it->second.time_ns, it->second.context};
+}
+
+void launch_table::evict(std::uint64_t cycle) {
+  for (auto it = entries_.begin(); it != entries_.end();) {
+    const std::uint64_t kept = it->second.matched ? kept_cycles_matched : kept_cycles_unmatched;
+    if (cycle >= it->second.cycle + kept)
+      it = entries_.erase(it);
+    else
+      ++it;
+  }
+}
+
+void object_history::registered(const data_object_info& object) {
+  objects_.insert_or_assign(object.id, entry{object, std::nullopt});
+}
+
+void object_history::released(std::uint64_t id, std::uint64_t cycle) {
+  if (const auto it = objects_.find(id); it != objects_.end()) it->second.released_cycle = cycle;
+}
+
+const data_object_info* object_history::find(std::uint64_t id) const {
+  const auto it = objects_.find(id);
+  return it == objects_.end() ? nullptr : &it->second.info;
+}
+
+void object_history::evict(std::uint64_t cycle) {
+  for (auto it = objects_.begin(); it != objects_.end();) {
+    if (it->second.released_cycle && cycle >= *it->second.released_cycle + kept_cycles)
+      it = objects_.erase(it);
+    else
+      ++it;
+  }
+}
+
+std::string allocation_name(std::string_view api, const context_node* context) {
+  const std::string path = context_path(context);
+  std::string name{api};
+  if (!path.empty()) {
+    name += '@';
+    name += path;
+  }
+  return name;
+}
+
+}  // namespace ferret::runtime::internal

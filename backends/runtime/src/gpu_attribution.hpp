@@ -1,0 +1,103 @@
+// gpu_attribution.hpp — joins GPU activity with the host side that caused it.
+//
+// Collectors write a kind_correlation event (the API call's correlation id)
+// into the launching thread's buffer. While draining, the runtime follows
+// each thread's region stack through a calling-context tree and records, per
+// correlation id, the thread, time and context of the launch. GPU records
+// arrive later (collectors flush at the start of a drain, before the threads
+// are drained) and are matched by correlation id; data objects named by id
+// are resolved against the objects' history, which keeps released objects a
+// while for operations completed after their release. Drainer only.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+#include "ferret/runtime/backend.hpp"
+
+namespace ferret::runtime::internal {
+
+class context_tree {
+ public:
+  context_tree();
+  context_tree(const context_tree&) = delete;
+  context_tree& operator=(const context_tree&) = delete;
+
+  const context_node* root() const noexcept { return &nodes_.front(); }
+  // The child of `parent` named `name`, created on first use.
+  const context_node* enter(const context_node* parent, const name_info* name);
+  // The parent of the innermost node on the path named `name`; `current`
+  // itself when no node on the path has that name (an unmatched end).
+  static const context_node* leave(const context_node* current, const name_info* name) noexcept;
+  std::size_t size() const noexcept { return nodes_.size(); }
+
+ private:
+  struct node : context_node {
+    // Loops re-enter the same child: one cached (name, child) per node saves
+    // the hash lookup on almost every region entry.
+    const name_info* last_name = nullptr;
+    const node* last_child = nullptr;
+  };
+  struct key_hash {
+    std::size_t operator()(const std::pair<const context_node*, const name_info*>& key) const noexcept {
+      return std::hash<const void*>{}(key.first) * 31 + std::hash<const void*>{}(key.second);
+    }
+  };
+  std::deque<node> nodes_;
+  std::unordered_map<std::pair<const context_node*, const name_info*>, const node*, key_hash> children_;
+};
+
+// Launches by correlation id. A launch can start several operations (a graph,
+// a copy split in pieces), so a matched entry stays until `kept_cycles_matched`
+// drains have passed without a match; one never matched goes after
+// `kept_cycles_unmatched` drains.
+class launch_table {
+ public:
+  static constexpr std::uint64_t kept_cycles_matched = 3;
+  static constexpr std::uint64_t kept_cycles_unmatched = 50;
+
+  void record(std::uint64_t correlation, std::uint64_t tid, std::int64_t time_ns,
+              const context_node* context, std::uint64_t cycle);
+  // The launch, or nullopt; marks the entry used in `cycle`.
+  std::optional<gpu_launch> find(std::uint64_t correlation, std::uint64_t cycle);
+  void evict(std::uint64_t cycle);
+  std::size_t size() const noexcept { return entries_.size(); }
+
+ private:
+  struct entry {
+    std::uint64_t tid;
+    std::int64_t time_ns;
+    const context_node* context;
+    std::uint64_t cycle;  // recorded, or last matched
+    bool matched;
+  };
+  std::unordered_map<std::uint64_t, entry> entries_;
+};
+
+// Data objects by id, as backends saw them announced; released ones are kept
+// for `kept_cycles` drains.
+class object_history {
+ public:
+  static constexpr std::uint64_t kept_cycles = 50;
+
+  void registered(const data_object_info& object);
+  void released(std::uint64_t id, std::uint64_t cycle);
+  const data_object_info* find(std::uint64_t id) const;
+  void evict(std::uint64_t cycle);
+
+ private:
+  struct entry {
+    data_object_info info;
+    std::optional<std::uint64_t> released_cycle;
+  };
+  std::unordered_map<std::uint64_t, entry> objects_;
+};
+
+// The name of an allocation the runtime tracks by itself: "<api>@<context
+// path>", or "<api>" outside any region.
+std::string allocation_name(std::string_view api, const context_node* context);
+
+}  // namespace ferret::runtime::internal

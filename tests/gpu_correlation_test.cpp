@@ -1,0 +1,257 @@
+// The runtime's side of GPU attribution, without a GPU: a fake collector hands
+// over operations the way backends/cupti does, and the memory backend shows
+// what the runtime made of them (launching thread and calling context, data
+// objects, names of tracked allocations, clock, counts).
+#include <doctest/doctest.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "ferret/ferret.hpp"
+#include "ferret/runtime/runtime.hpp"
+#include "support/memory_backend.hpp"
+
+namespace {
+
+using ferret::runtime::gpu_activity;
+using ferret::runtime::gpu_operation;
+using ferret::testing::capture;
+using ferret::testing::memory_backend;
+
+std::int64_t monotonic_raw_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+std::uint64_t this_tid() { return static_cast<std::uint64_t>(syscall(SYS_gettid)); }
+
+class fake_collector final : public ferret::runtime::collector {
+ public:
+  std::vector<gpu_activity> queued;
+  int abandoned = 0;
+
+  void collect(std::vector<gpu_activity>& activities,
+               std::vector<ferret::runtime::gpu_device_info>& devices, bool) override {
+    activities.insert(activities.end(), queued.begin(), queued.end());
+    queued.clear();
+    devices.insert(devices.end(), new_devices.begin(), new_devices.end());
+    new_devices.clear();
+  }
+  void add_metadata(ferret::runtime::metadata_list& metadata) const override {
+    metadata.emplace_back("fake-records-dropped", std::int64_t{3});
+  }
+  void abandon() noexcept override { ++abandoned; }
+
+  std::vector<ferret::runtime::gpu_device_info> new_devices;
+};
+
+fake_collector& collector() {
+  static fake_collector* instance = [] {
+    auto* made = new fake_collector;
+    REQUIRE(ferret::runtime::register_collector(made));
+    return made;
+  }();
+  return *instance;
+}
+
+// What the CUPTI collector writes around an API call: the call as a region
+// (domain "cuda") with the correlation event inside it.
+void api_call(const char* name, std::uint64_t correlation) {
+  const ferret::detail::runtime_api* api = ferret::detail::runtime();
+  REQUIRE(api != nullptr);
+  const ferret::detail::site* site = api->register_name(name, std::strlen(name), "cuda");
+  REQUIRE(site != nullptr);
+  ferret::detail::write(ferret::detail::word_of(site, ferret::detail::kind_begin));
+  ferret::detail::write_with_payload(ferret::detail::word_of(site, ferret::detail::kind_correlation),
+                                     correlation);
+  ferret::detail::write(ferret::detail::word_of(site, ferret::detail::kind_end));
+}
+
+gpu_activity kernel(std::uint64_t correlation, std::int64_t start_raw) {
+  gpu_activity activity{};
+  activity.operation = gpu_operation::kernel;
+  activity.start_ns = start_raw;
+  activity.end_ns = start_raw + 1000;
+  activity.stream = 7;
+  activity.name = "_Z6kernelv";
+  activity.launch.correlation = correlation;
+  return activity;
+}
+
+const ferret::testing::captured_gpu_activity* find(const capture& c, std::uint64_t correlation) {
+  for (const auto& a : c.gpu_activities)
+    if (a.activity.launch.correlation == correlation) return &a;
+  return nullptr;
+}
+
+std::int64_t metadata_count(const capture& c, const std::string& key) {
+  for (const auto& [k, v] : c.runtime_metadata)
+    if (k == key) return std::get<std::int64_t>(v);
+  FAIL("no metadata ", key);
+  return -1;
+}
+
+}  // namespace
+
+TEST_CASE("a GPU operation gets the launching thread, time and calling context") {
+  fake_collector& source = collector();
+  memory_backend::clear();
+  const std::int64_t before = monotonic_raw_ns();
+  {
+    ferret::region solve{"solve"};
+    ferret::region step{"step"};
+    api_call("cudaLaunchKernel", 42);
+  }
+  source.queued.push_back(kernel(42, before + 5000));
+  ferret::flush();
+
+  const capture c = memory_backend::snapshot();
+  const auto* op = find(c, 42);
+  REQUIRE(op != nullptr);
+  CHECK(op->activity.launch.tid == this_tid());
+  CHECK(op->context == "solve/step/cudaLaunchKernel");
+  // Times become session-relative like the host records.
+  const auto& records = c.threads.at(this_tid()).records;
+  const auto launch = std::find_if(records.begin(), records.end(),
+                                   [](const auto& r) { return r.name == "cudaLaunchKernel"; });
+  REQUIRE(launch != records.end());
+  CHECK(launch->domain == "cuda");
+  CHECK(op->activity.launch.time_ns >= launch->time_ns);
+  CHECK(op->activity.start_ns > 0);
+  CHECK(op->activity.end_ns - op->activity.start_ns == 1000);
+  CHECK(std::abs(op->activity.start_ns - (launch->time_ns + 5000)) < 50'000'000);
+  // The correlation event itself is not a record.
+  CHECK(std::count_if(records.begin(), records.end(),
+                      [](const auto& r) { return r.name == "cudaLaunchKernel"; }) == 2);
+  CHECK(metadata_count(c, "fake-records-dropped") == 3);
+}
+
+TEST_CASE("a launch drained earlier still matches operations that come later") {
+  fake_collector& source = collector();
+  memory_backend::clear();
+  {
+    ferret::region r{"early"};
+    api_call("cudaLaunchKernel", 100);
+  }
+  ferret::flush();  // the launch is drained, its operation not yet in
+  source.queued.push_back(kernel(100, monotonic_raw_ns()));
+  source.queued.push_back(kernel(100, monotonic_raw_ns() + 2000));  // one call, two operations
+  ferret::flush();
+  const capture c = memory_backend::snapshot();
+  REQUIRE(c.gpu_activities.size() == 2);
+  for (const auto& op : c.gpu_activities) {
+    CHECK(op.activity.launch.tid == this_tid());
+    CHECK(op.context == "early/cudaLaunchKernel");
+  }
+}
+
+TEST_CASE("an operation whose launch was never seen is counted, not guessed") {
+  fake_collector& source = collector();
+  memory_backend::clear();
+  const std::int64_t before = metadata_count(memory_backend::snapshot(), "gpu-operations-without-launch");
+  source.queued.push_back(kernel(999999, monotonic_raw_ns()));
+  ferret::flush();
+  const capture c = memory_backend::snapshot();
+  const auto* op = find(c, 999999);
+  REQUIRE(op != nullptr);
+  CHECK(op->activity.launch.tid == 0);
+  CHECK(op->context.empty());
+  CHECK(metadata_count(c, "gpu-operations-without-launch") == before + 1);
+}
+
+TEST_CASE("copies name their data objects, also ones released before the drain") {
+  fake_collector& source = collector();
+  memory_backend::clear();
+  static char host[4096];
+  static char device[4096];
+  const std::uint64_t a = ferret::register_data_object("A", host, sizeof host);
+  const std::uint64_t b = ferret::register_data_object("B", device, sizeof device,
+                                                       ferret::memory_kind::device, 0);
+  CHECK(ferret::runtime::find_data_object_id(host + 100) == a);
+  CHECK(ferret::runtime::find_data_object_id(device) == b);
+  CHECK(ferret::runtime::find_data_object_id(host + sizeof host) == 0);
+  api_call("cudaMemcpy", 200);
+  ferret::unregister_data_object(b);  // released before the operation is delivered
+  gpu_activity copy = kernel(200, monotonic_raw_ns());
+  copy.operation = gpu_operation::memcpy;
+  copy.copy = ferret::runtime::copy_kind::host_to_device;
+  copy.bytes = 4096;
+  copy.source_object_id = a;
+  copy.destination_object_id = b;
+  source.queued.push_back(copy);
+  ferret::flush();
+  const capture c = memory_backend::snapshot();
+  ferret::unregister_data_object(a);
+  ferret::flush();
+  const auto* op = find(c, 200);
+  REQUIRE(op != nullptr);
+  CHECK(op->source_object == "A");
+  CHECK(op->destination_object == "B");
+}
+
+TEST_CASE("allocations the collector tracks are named after their calling context") {
+  collector();
+  memory_backend::clear();
+  static char block[1 << 12];
+  {
+    ferret::region setup{"setup"};
+    api_call("cudaMalloc", 300);
+    CHECK(ferret::runtime::register_allocation("cudaMalloc", 300, block, sizeof block,
+                                               ferret::memory_kind::device, 0) != 0);
+  }
+  static char outside[64];
+  api_call("cudaMallocHost", 301);
+  ferret::runtime::register_allocation("cudaMallocHost", 301, outside, sizeof outside,
+                                       ferret::memory_kind::pinned, -1);
+  ferret::runtime::unregister_allocation(block);
+  ferret::runtime::unregister_allocation(outside);
+  ferret::flush();
+  const capture c = memory_backend::snapshot();
+  std::vector<std::string> registered, released;
+  for (const auto& event : c.objects) {
+    (event.change == ferret::runtime::data_object_change::registered ? registered : released)
+        .push_back(event.object.name);
+    CHECK(event.object.allocated_in != nullptr);
+  }
+  CHECK(registered == std::vector<std::string>{"cudaMalloc@setup", "cudaMallocHost"});
+  // The release carries the name the registration was announced with.
+  CHECK(released == std::vector<std::string>{"cudaMalloc@setup", "cudaMallocHost"});
+}
+
+TEST_CASE("devices reach the backends before their operations") {
+  fake_collector& source = collector();
+  memory_backend::clear();
+  ferret::runtime::gpu_device_info device{};
+  device.id = 3;
+  device.name = "Test GPU";
+  source.new_devices.push_back(device);
+  ferret::flush();
+  const capture c = memory_backend::snapshot();
+  REQUIRE(c.gpu_devices.size() == 1);
+  CHECK(c.gpu_devices[0].name == "Test GPU");
+}
+
+TEST_CASE("work the driver starts by itself has no launch to find and is not counted missing") {
+  fake_collector& source = collector();
+  memory_backend::clear();
+  ferret::flush();
+  const capture before = memory_backend::snapshot();
+  gpu_activity module_memory = kernel(0, monotonic_raw_ns());
+  module_memory.operation = gpu_operation::allocation;
+  module_memory.bytes = 2304;
+  source.queued.push_back(module_memory);
+  ferret::flush();
+  const capture c = memory_backend::snapshot();
+  REQUIRE(c.gpu_activities.size() == 1);
+  CHECK(c.gpu_activities[0].activity.launch.tid == 0);
+  CHECK(metadata_count(c, "gpu-operations-without-launch") ==
+        metadata_count(before, "gpu-operations-without-launch"));
+  CHECK(metadata_count(c, "gpu-operations-without-api-call") ==
+        metadata_count(before, "gpu-operations-without-api-call") + 1);
+}
