@@ -780,3 +780,435 @@ TEST_CASE("describe names the file and the number of events") {
   CHECK(f.backend->describe() == "chrome trace: " + f.path + " (5 events)");
   CHECK(checked(f.path).event_count == 5);
 }
+
+// ---------------------------------------------------------------------------
+// GPU activity
+
+namespace {
+
+// The GPU process of `device` in a trace written by process test_pid.
+std::uint64_t gpu_pid(std::uint32_t device) {
+  return 0x8000'0000U | (device << 22U) | (test_pid & 0x3F'FFFFU);
+}
+
+rt::gpu_device_info make_device(std::uint32_t id, std::string name) {
+  rt::gpu_device_info device{};
+  device.id = id;
+  device.name = std::move(name);
+  device.compute_major = 9;
+  device.multiprocessors = 132;
+  return device;
+}
+
+// A calling-context tree as the runtime builds it: solve / step / the API call.
+struct context_chain {
+  name_table names;
+  const rt::name_info* solve_name = names.add("solve", "solver");
+  const rt::name_info* step_name = names.add("step");
+  const rt::name_info* launch_name = names.add("cudaLaunchKernel", "cuda");
+  const rt::name_info* memcpy_name = names.add("cudaMemcpyAsync", "cuda");
+  rt::context_node root{0, 0, nullptr, nullptr};
+  rt::context_node solve{1, 1, &root, solve_name};
+  rt::context_node step{2, 2, &solve, step_name};
+  rt::context_node launch{3, 3, &step, launch_name};  // an API call: a leaf in "cuda"
+  rt::context_node copy{4, 3, &step, memcpy_name};
+};
+
+rt::gpu_launch launched(std::uint64_t correlation, std::uint64_t tid, std::int64_t time_ns,
+                        const rt::context_node* context) {
+  return {correlation, tid, time_ns, context};
+}
+
+rt::gpu_activity operation(rt::gpu_operation kind, std::int64_t start_ns, std::int64_t end_ns,
+                           std::uint32_t device, std::uint32_t stream, rt::gpu_launch launch) {
+  rt::gpu_activity activity{};
+  activity.operation = kind;
+  activity.start_ns = start_ns;
+  activity.end_ns = end_ns;
+  activity.device = device;
+  activity.stream = stream;
+  activity.launch = launch;
+  return activity;
+}
+
+rt::gpu_activity kernel(std::int64_t start_ns, std::int64_t end_ns, std::uint32_t device,
+                        std::uint32_t stream, const char* name, rt::gpu_launch launch) {
+  rt::gpu_activity activity =
+      operation(rt::gpu_operation::kernel, start_ns, end_ns, device, stream, launch);
+  activity.name = name;
+  activity.kernel = {{4, 2, 1}, {256, 1, 1}, 32, 48, 1024, 16, 0, 0.75};
+  return activity;
+}
+
+// The events of one phase and category.
+std::vector<json> events_in(const json& doc, std::string_view phase, std::string_view category) {
+  std::vector<json> found;
+  for (const json& event : events_of(doc, phase))
+    if (event.value("cat", "") == category) found.push_back(event);
+  return found;
+}
+
+// M events of this name on this process (and thread, when given).
+std::vector<json> metadata_events(const json& doc, std::string_view name, std::uint64_t pid,
+                                  std::uint64_t tid = 0) {
+  std::vector<json> found;
+  for (const json& event : events_of(doc, "M"))
+    if (event.at("name") == name && event.at("pid") == pid &&
+        (tid == 0 || event.value("tid", std::uint64_t{0}) == tid))
+      found.push_back(event);
+  return found;
+}
+
+}  // namespace
+
+TEST_CASE("a kernel is an X event on its stream's track with exact args and a launch flow") {
+  fixture f;
+  context_chain context;
+  f.backend->gpu_device(make_device(0, "NVIDIA H100 80GB HBM3"));
+  // The host side: the API call as a region inside "solve", which the flow starts in.
+  f.feed(f.main_thread, {begin(1'000, context.solve_name), begin(2'000, context.launch_name),
+                         end(3'000, context.launch_name), end(20'000, context.solve_name)});
+  static const char saxpy[] = "_Z5saxpyifPKfPf";
+  const rt::gpu_activity activities[] = {
+      kernel(5'000, 9'000, 0, 7, saxpy, launched(11, test_pid, 2'500, &context.launch))};
+  f.backend->gpu_activities(activities, std::size(activities));
+  f.flush(true);
+
+  const check::report report = checked(f.path);
+  const std::uint64_t gpu = gpu_pid(0);
+  CHECK(gpu == 0x8000'1092U);  // 4242 in the low bits, device 0
+  CHECK(report.process_names.at(gpu) == "GPU 0: NVIDIA H100 80GB HBM3");
+  CHECK(report.thread_names.at({gpu, 8}) == "stream 7");
+  CHECK(report.threads.count({gpu, 8}) == 1);
+
+  const json doc = parse_file(f.path);
+  const std::vector<json> process_sort = metadata_events(doc, "process_sort_index", gpu);
+  REQUIRE(process_sort.size() == 1);
+  CHECK(process_sort.front().at("args").at("sort_index") == 1000);
+  const std::vector<json> thread_sort = metadata_events(doc, "thread_sort_index", gpu, 8);
+  REQUIRE(thread_sort.size() == 1);
+  CHECK(thread_sort.front().at("args").at("sort_index") == 7);
+
+  const json x = the_event(doc, "X", "saxpy(int, float, float const*, float*)");
+  CHECK(x.at("cat") == "kernel");
+  CHECK(x.at("pid") == gpu);
+  CHECK(x.at("tid") == 8);
+  CHECK(x.at("ts").get<double>() == 5.0);
+  CHECK(x.at("dur").get<double>() == 4.0);
+  CHECK(x.at("args") == json({{"correlation", 11},
+                              {"context", "solve/step"},
+                              {"launch", "cudaLaunchKernel"},
+                              {"device", 0},
+                              {"stream", 7},
+                              {"grid", {4, 2, 1}},
+                              {"block", {256, 1, 1}},
+                              {"registers per thread", 32},
+                              {"static shared memory", 48},
+                              {"dynamic shared memory", 1024},
+                              {"local memory per thread", 16},
+                              {"theoretical occupancy", 0.75}}));
+
+  const std::vector<json> starts = events_in(doc, "s", "launch");
+  const std::vector<json> finishes = events_in(doc, "f", "launch");
+  REQUIRE(starts.size() == 1);
+  REQUIRE(finishes.size() == 1);
+  CHECK(starts.front() == json({{"ph", "s"}, {"cat", "launch"}, {"name", "launch"},
+                                {"id", starts.front().at("id")}, {"pid", test_pid},
+                                {"tid", test_pid}, {"ts", 2.5}}));
+  CHECK(finishes.front() == json({{"ph", "f"}, {"bp", "e"}, {"cat", "launch"},
+                                  {"name", "launch"}, {"id", starts.front().at("id")},
+                                  {"pid", gpu}, {"tid", 8}, {"ts", 5.0}}));
+  CHECK(starts.front().at("id") != 11);  // a sequence number, not the correlation id
+
+  CHECK(report.metadata.at("gpu-operations-written") == 1);
+  CHECK(report.metadata.at("gpu-operations-written-without-launch") == 0);
+}
+
+TEST_CASE("memcpys and memsets carry their bytes, kinds, devices, objects and rate") {
+  fixture f;
+  context_chain context;
+  f.feed(f.main_thread, {begin(1'000, context.memcpy_name), end(2'000, context.memcpy_name)});
+  const rt::data_object_info host_x{1, "h_x", 0x1000, 1 << 20, rt::memory_kind::pinned, -1};
+  const rt::data_object_info device_x{2, "d_x \"gpu\"", 0xd000, 1 << 20,
+                                      rt::memory_kind::device, 1};
+  rt::gpu_activity to_device = operation(rt::gpu_operation::memcpy, 10'000, 12'000, 1, 3,
+                                         launched(21, test_pid, 1'500, &context.copy));
+  to_device.bytes = 1 << 20;
+  to_device.copy = rt::copy_kind::host_to_device;
+  to_device.source_device = -1;
+  to_device.destination_device = 1;
+  to_device.source_object_id = 1;
+  to_device.destination_object_id = 2;
+  to_device.source_object = &host_x;
+  to_device.destination_object = &device_x;
+  // Between two devices, no objects known, no duration: no rate.
+  rt::gpu_activity peer = operation(rt::gpu_operation::memcpy, 13'000, 13'000, 1, 3,
+                                    launched(22, test_pid, 1'600, &context.copy));
+  peer.bytes = 64;
+  peer.copy = rt::copy_kind::peer_to_peer;
+  peer.source_device = 0;
+  peer.destination_device = 1;
+  rt::gpu_activity clear = operation(rt::gpu_operation::memset, 14'000, 14'500, 1, 0,
+                                     launched(23, test_pid, 1'700, &context.copy));
+  clear.bytes = 4096;
+  clear.memory = rt::memory_kind::device;
+  clear.address = 0xd000;
+  clear.destination_object_id = 2;
+  clear.destination_object = &device_x;
+  const rt::gpu_activity activities[] = {clear, peer, to_device};  // out of order
+  f.backend->gpu_activities(activities, std::size(activities));
+  f.flush(true);
+
+  const check::report report = checked(f.path);
+  const std::uint64_t gpu = gpu_pid(1);
+  CHECK(report.process_names.at(gpu) == "GPU 1");  // never announced
+  CHECK(report.thread_names.at({gpu, 4}) == "stream 3");
+  CHECK(report.thread_names.at({gpu, 1}) == "stream 0");
+  const json doc = parse_file(f.path);
+  CHECK(metadata_events(doc, "process_sort_index", gpu).front().at("args").at("sort_index") ==
+        1001);
+
+  const json h_to_d = the_event(doc, "X", "Memcpy HtoD");
+  CHECK(h_to_d.at("cat") == "memcpy");
+  CHECK(h_to_d.at("pid") == gpu);
+  CHECK(h_to_d.at("tid") == 4);
+  CHECK(h_to_d.at("ts").get<double>() == 10.0);
+  CHECK(h_to_d.at("dur").get<double>() == 2.0);
+  CHECK(h_to_d.at("args") == json({{"correlation", 21},
+                                   {"context", "solve/step"},
+                                   {"launch", "cudaMemcpyAsync"},
+                                   {"device", 1},
+                                   {"stream", 3},
+                                   {"bytes", 1 << 20},
+                                   {"kind", "HtoD"},
+                                   {"source device", "host"},
+                                   {"destination device", 1},
+                                   {"source object", "h_x"},
+                                   {"destination object", "d_x \"gpu\""},
+                                   {"GB/s", 524.288}}));
+  const json p_to_p = the_event(doc, "X", "Memcpy PtoP");
+  CHECK(p_to_p.at("args") == json({{"correlation", 22},
+                                   {"context", "solve/step"},
+                                   {"launch", "cudaMemcpyAsync"},
+                                   {"device", 1},
+                                   {"stream", 3},
+                                   {"bytes", 64},
+                                   {"kind", "PtoP"},
+                                   {"source device", 0},
+                                   {"destination device", 1}}));
+  const json memset = the_event(doc, "X", "Memset");
+  CHECK(memset.at("cat") == "memset");
+  CHECK(memset.at("tid") == 1);
+  CHECK(memset.at("dur").get<double>() == 0.5);
+  CHECK(memset.at("args") == json({{"correlation", 23},
+                                   {"context", "solve/step"},
+                                   {"launch", "cudaMemcpyAsync"},
+                                   {"device", 1},
+                                   {"stream", 0},
+                                   {"bytes", 4096},
+                                   {"object", "d_x \"gpu\""},
+                                   {"memory", "device"}}));
+  // One flow per operation, each with its own id; the checker binds both ends.
+  CHECK(events_in(doc, "s", "launch").size() == 3);
+  CHECK(events_in(doc, "f", "launch").size() == 3);
+  CHECK(report.metadata.at("gpu-operations-written") == 3);
+}
+
+TEST_CASE("operations without a launch get no flow, no context and are counted") {
+  fixture f;
+  context_chain context;
+  f.feed(f.main_thread, {begin(1'000, context.launch_name), end(2'000, context.launch_name)});
+  static const char plain[] = "plain_c_kernel";  // extern "C": nothing to demangle
+  static const char templated[] = "_Z5scaleIfEvPT_S0_";
+  // One call launching two kernels (a graph): two flows with distinct ids.
+  const rt::gpu_launch graph = launched(31, test_pid, 1'500, &context.root);
+  const rt::gpu_activity activities[] = {
+      kernel(3'000, 4'000, 0, 1, templated, graph),
+      kernel(4'000, 5'000, 0, 1, templated, graph),
+      kernel(6'000, 7'000, 0, 1, plain, launched(32, 0, 0, nullptr)),
+      kernel(7'000, 8'000, 0, 2, nullptr, launched(33, 0, 0, nullptr))};
+  f.backend->gpu_activities(activities, std::size(activities));
+  f.flush(true);
+
+  const check::report report = checked(f.path);
+  CHECK(report.metadata.at("gpu-operations-written") == 4);
+  CHECK(report.metadata.at("gpu-operations-written-without-launch") == 2);
+  const json doc = parse_file(f.path);
+  CHECK(report.name_counts.at("void scale<float>(float*, float)") == 2);
+  const std::vector<json> starts = events_in(doc, "s", "launch");
+  REQUIRE(starts.size() == 2);
+  CHECK(starts[0].at("id") != starts[1].at("id"));
+  CHECK(events_in(doc, "f", "launch").size() == 2);
+  for (const json& x : events_in(doc, "X", "kernel")) {
+    if (x.at("name") == "void scale<float>(float*, float)") {
+      // The root context has no path and no API call.
+      CHECK_FALSE(x.at("args").contains("context"));
+      CHECK_FALSE(x.at("args").contains("launch"));
+      CHECK(x.at("args").at("correlation") == 31);
+    }
+  }
+  const json unlaunched = the_event(doc, "X", "plain_c_kernel");
+  CHECK(unlaunched.at("args").at("correlation") == 32);
+  CHECK_FALSE(unlaunched.at("args").contains("context"));
+  CHECK_FALSE(unlaunched.at("args").contains("launch"));
+  for (const json& flow_end : events_in(doc, "f", "launch"))
+    CHECK(flow_end.at("ts").get<double>() < 6.0);  // only the launched kernels have flows
+  const json unnamed = the_event(doc, "X", "kernel");
+  CHECK(unnamed.at("tid") == 3);
+  // Unknown occupancy (negative) is left out rather than written as a number.
+  rt::gpu_activity unknown = kernel(9'000, 9'500, 0, 1, plain, launched(34, 0, 0, nullptr));
+  unknown.kernel.occupancy = -1.0;
+  fixture g;
+  g.backend->gpu_activities(&unknown, 1);
+  g.flush(true);
+  checked(g.path);
+  const json x = the_event(parse_file(g.path), "X", "plain_c_kernel");
+  CHECK_FALSE(x.at("args").contains("theoretical occupancy"));
+  CHECK(x.at("args").at("registers per thread") == 32);
+}
+
+TEST_CASE("allocations and releases make a running total per device and memory kind") {
+  fixture f;
+  f.backend->gpu_device(make_device(0, "GPU zero"));
+  const auto change = [](rt::gpu_operation kind, std::int64_t time, std::uint32_t device,
+                         rt::memory_kind memory, std::uint64_t bytes) {
+    rt::gpu_activity activity =
+        operation(kind, time, time, device, 0, launched(1, test_pid, time - 10, nullptr));
+    activity.memory = memory;
+    activity.bytes = bytes;
+    return activity;
+  };
+  using op = rt::gpu_operation;
+  // Handed over out of order, as a collector may; the totals follow time order.
+  const rt::gpu_activity first[] = {
+      change(op::release, 3'000, 0, rt::memory_kind::device, 100),
+      change(op::allocation, 1'000, 0, rt::memory_kind::device, 100),
+      change(op::allocation, 1'500, 0, rt::memory_kind::pinned, 30),
+      change(op::allocation, 2'000, 0, rt::memory_kind::device, 50),
+      change(op::allocation, 2'500, 1, rt::memory_kind::device, 7)};
+  f.backend->gpu_activities(first, std::size(first));
+  f.flush(false);
+  checked(f.path);
+  const rt::gpu_activity second[] = {change(op::release, 4'000, 0, rt::memory_kind::device, 50),
+                                     change(op::release, 4'500, 0, rt::memory_kind::pinned, 30)};
+  f.backend->gpu_activities(second, std::size(second));
+  f.flush(true);
+
+  const check::report report = checked(f.path);
+  CHECK(report.process_names.at(gpu_pid(0)) == "GPU 0: GPU zero");
+  CHECK(report.process_names.at(gpu_pid(1)) == "GPU 1");
+  CHECK(report.metadata.at("gpu-operations-written") == 7);
+  CHECK(report.metadata.at("gpu-operations-written-without-launch") == 0);
+  const json doc = parse_file(f.path);
+  std::vector<std::pair<double, std::int64_t>> device0;
+  std::vector<std::pair<double, std::int64_t>> pinned0;
+  std::vector<std::int64_t> device1;
+  for (const json& c : events_of(doc, "C")) {
+    CHECK(c.at("name") == "allocated memory");
+    REQUIRE(c.at("args").size() == 1);
+    const double ts = c.at("ts").get<double>();
+    if (c.at("pid") == gpu_pid(0) && c.at("args").contains("device"))
+      device0.emplace_back(ts, c.at("args").at("device").get<std::int64_t>());
+    else if (c.at("pid") == gpu_pid(0))
+      pinned0.emplace_back(ts, c.at("args").at("pinned").get<std::int64_t>());
+    else
+      device1.push_back(c.at("args").at("device").get<std::int64_t>());
+  }
+  CHECK(device0 == std::vector<std::pair<double, std::int64_t>>{
+                       {1.0, 100}, {2.0, 150}, {3.0, 50}, {4.0, 0}});
+  CHECK(pinned0 == std::vector<std::pair<double, std::int64_t>>{{1.5, 30}, {4.5, 0}});
+  CHECK(device1 == std::vector<std::int64_t>{7});
+  // Allocations are device work without a slice: no flows.
+  CHECK(events_of(doc, "s").empty());
+}
+
+TEST_CASE("synchronizations are async b/e pairs on the GPU process") {
+  fixture f;
+  context_chain context;
+  const auto sync = [](std::uint32_t detail, std::int64_t start, std::int64_t end,
+                       rt::gpu_launch launch) {
+    rt::gpu_activity activity =
+        operation(rt::gpu_operation::synchronization, start, end, 0, 0, launch);
+    activity.detail = detail;
+    return activity;
+  };
+  const rt::gpu_activity activities[] = {
+      sync(3, 4'000, 6'000, launched(41, test_pid, 3'900, &context.launch)),
+      sync(1, 5'000, 5'500, launched(42, 0, 0, nullptr)),
+      sync(2, 7'000, 7'100, launched(43, 0, 0, nullptr)),
+      sync(4, 8'000, 8'100, launched(44, 0, 0, nullptr))};
+  f.backend->gpu_activities(activities, std::size(activities));
+  f.flush(true);
+
+  const check::report report = checked(f.path);  // pairs b with e
+  CHECK(report.metadata.at("gpu-operations-written") == 4);
+  CHECK(report.metadata.at("gpu-operations-written-without-launch") == 3);
+  const json doc = parse_file(f.path);
+  CHECK(events_in(doc, "b", "sync").size() == 4);
+  CHECK(events_in(doc, "e", "sync").size() == 4);
+  const json b = the_event(doc, "b", "stream synchronization");
+  const json e = the_event(doc, "e", "stream synchronization");
+  CHECK(b.at("cat") == "sync");
+  CHECK(b.at("pid") == gpu_pid(0));
+  CHECK(b.at("ts").get<double>() == 4.0);
+  CHECK(e.at("ts").get<double>() == 6.0);
+  CHECK(e.at("id") == b.at("id"));
+  CHECK(b.at("args") ==
+        json({{"correlation", 41}, {"context", "solve/step"}, {"launch", "cudaLaunchKernel"}}));
+  const json event_sync = the_event(doc, "b", "event synchronization");
+  CHECK(event_sync.at("id") != b.at("id"));
+  CHECK(event_sync.at("args") == json({{"correlation", 42}}));
+  the_event(doc, "b", "stream wait synchronization");
+  the_event(doc, "b", "context synchronization");
+  CHECK(events_in(doc, "s", "launch").empty());  // no slice to bind a flow to
+  CHECK(report.process_names.at(gpu_pid(0)) == "GPU 0");
+}
+
+TEST_CASE("GPU processes and stream tracks are named once; a late announcement renames") {
+  fixture f;
+  static const char name[] = "_Z4stepv";
+  const auto batch = [&](std::int64_t start) {
+    const rt::gpu_activity activities[] = {
+        kernel(start, start + 100, 0, 5, name, launched(1, 0, 0, nullptr)),
+        kernel(start + 200, start + 300, 0, 6, name, launched(2, 0, 0, nullptr))};
+    f.backend->gpu_activities(activities, std::size(activities));
+  };
+  batch(1'000);
+  f.flush(false);
+  checked(f.path);  // complete after a flush that is not the last
+  batch(2'000);
+  f.backend->gpu_device(make_device(0, "Late GPU"));
+  f.backend->gpu_device(make_device(0, "Late GPU"));  // the same again: nothing new
+  batch(3'000);
+  f.flush(true);
+
+  const check::report report = checked(f.path);
+  const std::uint64_t gpu = gpu_pid(0);
+  CHECK(report.process_names.at(gpu) == "GPU 0: Late GPU");  // the last one wins
+  CHECK(report.name_counts.at("step()") == 6);
+  const json doc = parse_file(f.path);
+  std::vector<std::string> process_names;
+  for (const json& m : metadata_events(doc, "process_name", gpu))
+    process_names.push_back(m.at("args").at("name").get<std::string>());
+  CHECK(process_names == std::vector<std::string>{"GPU 0", "GPU 0: Late GPU"});
+  CHECK(metadata_events(doc, "process_sort_index", gpu).size() == 1);
+  CHECK(metadata_events(doc, "thread_name", gpu, 6).size() == 1);
+  CHECK(metadata_events(doc, "thread_name", gpu, 7).size() == 1);
+  CHECK(metadata_events(doc, "thread_sort_index", gpu, 7).size() == 1);
+  // Named before any activity: the first process_name already has the name.
+  fixture g;
+  g.backend->gpu_device(make_device(2, "Early GPU"));
+  const rt::gpu_activity one = kernel(10, 20, 2, 0, name, launched(1, 0, 0, nullptr));
+  g.backend->gpu_activities(&one, 1);
+  g.flush(true);
+  checked(g.path);
+  const json early = parse_file(g.path);
+  REQUIRE(metadata_events(early, "process_name", gpu_pid(2)).size() == 1);
+  CHECK(metadata_events(early, "process_name", gpu_pid(2)).front().at("args").at("name") ==
+        "GPU 2: Early GPU");
+  // An announced device without activity gets no process.
+  fixture h;
+  h.backend->gpu_device(make_device(3, "Idle GPU"));
+  h.flush(true);
+  CHECK(checked(h.path).process_names.count(gpu_pid(3)) == 0);
+}

@@ -12,15 +12,20 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <iterator>
+#include <limits>
 #include <map>
+#include <memory>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <variant>
 #include <vector>
 
+#include <cxxabi.h>
 #include <fcntl.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -28,8 +33,12 @@
 namespace ferret::chrome {
 namespace {
 
+using runtime::context_node;
 using runtime::data_object_change;
 using runtime::data_object_event;
+using runtime::gpu_activity;
+using runtime::gpu_operation;
+using runtime::memory_kind;
 using runtime::name_info;
 using runtime::record;
 using runtime::record_kind;
@@ -135,6 +144,53 @@ struct live_object {
   std::uint64_t tid;
 };
 
+// A GPU's process in the trace.
+struct gpu_state {
+  std::uint32_t pid = 0;
+  std::string process_name;  // "GPU <n>: <device name>" once announced, else "GPU <n>"
+  bool named = false;        // its process_name event is written
+  std::unordered_set<std::uint32_t> named_streams;  // streams whose track is named
+  std::map<memory_kind, std::int64_t> allocated;    // bytes, allocations minus releases
+};
+
+// The GPU process of `device`: high bit set (no real pid has it), the device in
+// the next 9 bits, the host pid's low 22 bits, so that traces of several
+// processes merged in one view keep their GPUs apart.
+std::uint32_t gpu_pid(std::uint32_t device, std::uint32_t host_pid) noexcept {
+  return 0x8000'0000U | ((device & 0x1FFU) << 22U) | (host_pid & 0x3F'FFFFU);
+}
+
+// Stream tracks start at tid 1: a tid of 0 would land on the process's main thread.
+std::uint64_t stream_tid(std::uint32_t stream) noexcept { return std::uint64_t{stream} + 1U; }
+
+// The kernel's source-level name; the mangled one when it does not demangle
+// (extern "C" kernels, or names the ABI library does not know).
+std::string demangled(const char* mangled) {
+  int status = 0;
+  const std::unique_ptr<char, decltype(&std::free)> text{
+      abi::__cxa_demangle(mangled, nullptr, nullptr, &status), &std::free};
+  if (status != 0 || text == nullptr) return mangled;
+  return text.get();
+}
+
+// The API call an operation was launched from: the innermost context node in
+// the "cuda" domain, or nullptr.
+const name_info* api_call_of(const context_node* node) noexcept {
+  for (; node != nullptr; node = node->parent)
+    if (node->name != nullptr && node->name->domain == "cuda") return node->name;
+  return nullptr;
+}
+
+const char* synchronization_name(std::uint32_t detail) noexcept {
+  switch (detail) {
+    case 1: return "event synchronization";
+    case 2: return "stream wait synchronization";
+    case 3: return "stream synchronization";
+    case 4: return "context synchronization";
+    default: return "synchronization";
+  }
+}
+
 class chrome_backend final : public runtime::backend {
  public:
   chrome_backend(const session_info& session, std::string path, int fd)
@@ -226,12 +282,39 @@ class chrome_backend final : public runtime::backend {
     threads_.clear();
     live_.clear();
     names_.clear();
+    gpus_.clear();
+    contexts_.clear();
+    kernel_names_.clear();
+    std::vector<const gpu_activity*>().swap(ordered_);
   }
 
   std::string describe() const override {
     std::string line = fmt::format("chrome trace: {} ({} events)", path_, events_);
     if (failed_) fmt::format_to(std::back_inserter(line), ", incomplete: {}", error_);
     return line;
+  }
+
+  void gpu_device(const runtime::gpu_device_info& device) override {
+    if (closed_) return;
+    gpu_state& gpu = gpu_entry(device.id);
+    std::string name = fmt::format("GPU {}: {}", device.id, device.name);
+    if (name == gpu.process_name) return;
+    gpu.process_name = std::move(name);
+    // Announced after its first activity: the new name replaces "GPU <n>".
+    if (gpu.named) append_gpu_process_name(gpu);
+  }
+
+  void gpu_activities(const gpu_activity* activities, std::size_t count) override {
+    if (closed_) return;
+    // In time order, so that the allocation counter's running total is right
+    // at every sample, however the collector ordered its records.
+    ordered_.clear();
+    for (std::size_t i = 0; i < count; ++i) ordered_.push_back(&activities[i]);
+    std::sort(ordered_.begin(), ordered_.end(), [](const gpu_activity* a, const gpu_activity* b) {
+      return a->start_ns != b->start_ns ? a->start_ns < b->start_ns : a < b;
+    });
+    for (const gpu_activity* activity : ordered_) append_gpu_activity(*activity);
+    ordered_.clear();
   }
 
  private:
@@ -410,6 +493,244 @@ class chrome_backend final : public runtime::backend {
     end_event();
   }
 
+  // --- GPU activity -------------------------------------------------------
+
+  gpu_state& gpu_entry(std::uint32_t device) {
+    auto [it, inserted] = gpus_.try_emplace(device);
+    if (inserted) {
+      it->second.pid = gpu_pid(device, session_.pid);
+      it->second.process_name = fmt::format("GPU {}", device);
+    }
+    return it->second;
+  }
+
+  // The device's process, named (and sorted after the host's) at its first use.
+  gpu_state& used_gpu(std::uint32_t device) {
+    gpu_state& gpu = gpu_entry(device);
+    if (!gpu.named) {
+      gpu.named = true;
+      append_gpu_process_name(gpu);
+      begin_event();
+      fmt::format_to(std::back_inserter(buffer_),
+                     R"({{"ph":"M","name":"process_sort_index","pid":{},)"
+                     R"("args":{{"sort_index":{}}}}})",
+                     gpu.pid, 1000U + std::uint64_t{device});
+      if (buffer_.size() >= buffer_capacity) write_out();
+    }
+    return gpu;
+  }
+
+  void append_gpu_process_name(const gpu_state& gpu) {
+    begin_event();
+    fmt::format_to(std::back_inserter(buffer_),
+                   R"({{"ph":"M","name":"process_name","pid":{},"args":{{"name":)", gpu.pid);
+    append_json_string(buffer_, gpu.process_name);
+    buffer_.push_back('}');
+    end_event();
+  }
+
+  void name_stream(gpu_state& gpu, std::uint32_t stream) {
+    if (!gpu.named_streams.insert(stream).second) return;
+    begin_event();
+    fmt::format_to(std::back_inserter(buffer_),
+                   R"({{"ph":"M","name":"thread_name","pid":{},"tid":{},)"
+                   R"("args":{{"name":"stream {}"}}}})",
+                   gpu.pid, stream_tid(stream), stream);
+    begin_event();
+    fmt::format_to(std::back_inserter(buffer_),
+                   R"({{"ph":"M","name":"thread_sort_index","pid":{},"tid":{},)"
+                   R"("args":{{"sort_index":{}}}}})",
+                   gpu.pid, stream_tid(stream), stream);
+    if (buffer_.size() >= buffer_capacity) write_out();
+  }
+
+  // ,"context":"...","launch":"..." for operations launched in `node`, built
+  // once per node (nodes live as long as the session).
+  const std::string& context_args(const context_node* node) {
+    static const std::string none;
+    if (node == nullptr) return none;
+    auto [it, inserted] = contexts_.try_emplace(node);
+    std::string& args = it->second;
+    if (!inserted) return args;
+    if (const std::string path = runtime::context_path(node); !path.empty()) {
+      args.append(",\"context\":");
+      append_json_string(args, path);
+    }
+    if (const name_info* call = api_call_of(node); call != nullptr) {
+      args.append(",\"launch\":");
+      append_json_string(args, call->name);
+    }
+    return args;
+  }
+
+  // The kernel's name as a JSON string, demangled once per name pointer.
+  const std::string& kernel_name(const char* mangled) {
+    auto [it, inserted] = kernel_names_.try_emplace(mangled);
+    if (inserted)
+      append_json_string(it->second, mangled != nullptr ? demangled(mangled) : "kernel");
+    return it->second;
+  }
+
+  void append_gpu_activity(const gpu_activity& activity) {
+    ++gpu_operations_;
+    if (activity.launch.tid == 0) ++gpu_operations_without_launch_;
+    end_ns_ = std::max({end_ns_, activity.start_ns, activity.end_ns});
+    gpu_state& gpu = used_gpu(activity.device);
+    switch (activity.operation) {
+      case gpu_operation::kernel:
+        begin_device_slice(activity, gpu, "kernel", kernel_name(activity.name));
+        append_kernel_args(activity.kernel);
+        end_device_slice(activity, gpu);
+        break;
+      case gpu_operation::memcpy:
+        copy_name_.assign("\"Memcpy ");
+        copy_name_.append(runtime::to_string(activity.copy));
+        copy_name_.push_back('"');
+        begin_device_slice(activity, gpu, "memcpy", copy_name_);
+        append_copy_args(activity);
+        end_device_slice(activity, gpu);
+        break;
+      case gpu_operation::memset:
+        begin_device_slice(activity, gpu, "memset", "\"Memset\"");
+        fmt::format_to(std::back_inserter(buffer_), ",\"bytes\":{}", activity.bytes);
+        if (activity.destination_object != nullptr) {
+          buffer_.append(",\"object\":");
+          append_json_string(buffer_, activity.destination_object->name);
+        }
+        buffer_.append(",\"memory\":");
+        append_json_string(buffer_, runtime::to_string(activity.memory));
+        end_device_slice(activity, gpu);
+        break;
+      case gpu_operation::allocation:
+      case gpu_operation::release: append_allocation_change(activity, gpu); break;
+      case gpu_operation::synchronization: append_synchronization(activity, gpu); break;
+    }
+  }
+
+  // An X event on the operation's stream track, up to and including the
+  // arguments every device operation has; end_device_slice() closes it.
+  void begin_device_slice(const gpu_activity& activity, gpu_state& gpu, std::string_view category,
+                          std::string_view quoted_name) {
+    name_stream(gpu, activity.stream);
+    begin_event();
+    fmt::format_to(std::back_inserter(buffer_), R"({{"ph":"X","cat":"{}","name":)", category);
+    buffer_.append(quoted_name);
+    fmt::format_to(std::back_inserter(buffer_), R"(,"pid":{},"tid":{},"ts":)", gpu.pid,
+                   stream_tid(activity.stream));
+    append_us(buffer_, activity.start_ns);
+    buffer_.append(",\"dur\":");
+    append_us(buffer_, std::max<std::int64_t>(activity.end_ns - activity.start_ns, 0));
+    fmt::format_to(std::back_inserter(buffer_), R"(,"args":{{"correlation":{})",
+                   activity.launch.correlation);
+    buffer_.append(context_args(activity.launch.context));
+    fmt::format_to(std::back_inserter(buffer_), R"(,"device":{},"stream":{})", activity.device,
+                   activity.stream);
+  }
+
+  void end_device_slice(const gpu_activity& activity, const gpu_state& gpu) {
+    buffer_.push_back('}');  // args
+    end_event();
+    if (activity.launch.tid != 0) append_launch_flow(activity, gpu);
+  }
+
+  void append_kernel_args(const runtime::kernel_attributes& kernel) {
+    fmt::format_to(std::back_inserter(buffer_),
+                   R"(,"grid":[{},{},{}],"block":[{},{},{}],"registers per thread":{})"
+                   R"(,"static shared memory":{},"dynamic shared memory":{})"
+                   R"(,"local memory per thread":{})",
+                   kernel.grid[0], kernel.grid[1], kernel.grid[2], kernel.block[0],
+                   kernel.block[1], kernel.block[2], kernel.registers_per_thread,
+                   kernel.static_shared_memory, kernel.dynamic_shared_memory,
+                   kernel.local_memory_per_thread);
+    // Negative: the device's limits are unknown.
+    if (kernel.occupancy >= 0 && std::isfinite(kernel.occupancy))
+      fmt::format_to(std::back_inserter(buffer_), R"(,"theoretical occupancy":{})",
+                     kernel.occupancy);
+  }
+
+  void append_copy_args(const gpu_activity& copy) {
+    const auto append_device = [this](std::int32_t device) {
+      if (device < 0)
+        buffer_.append("\"host\"");
+      else
+        fmt::format_to(std::back_inserter(buffer_), "{}", device);
+    };
+    fmt::format_to(std::back_inserter(buffer_), R"(,"bytes":{},"kind":"{}","source device":)",
+                   copy.bytes, runtime::to_string(copy.copy));
+    append_device(copy.source_device);
+    buffer_.append(",\"destination device\":");
+    append_device(copy.destination_device);
+    if (copy.source_object != nullptr) {
+      buffer_.append(",\"source object\":");
+      append_json_string(buffer_, copy.source_object->name);
+    }
+    if (copy.destination_object != nullptr) {
+      buffer_.append(",\"destination object\":");
+      append_json_string(buffer_, copy.destination_object->name);
+    }
+    // Bytes per nanosecond are GB/s; a copy without duration has no rate.
+    if (copy.end_ns > copy.start_ns)
+      fmt::format_to(std::back_inserter(buffer_), R"(,"GB/s":{})",
+                     static_cast<double>(copy.bytes) /
+                         static_cast<double>(copy.end_ns - copy.start_ns));
+  }
+
+  // A v1 flow from the launching call to the operation's slice. Ids are a
+  // sequence, not the correlation id: one call can start several operations,
+  // and Perfetto drops a flow whose id was used before.
+  void append_launch_flow(const gpu_activity& activity, const gpu_state& gpu) {
+    const std::uint64_t id = ++flows_;
+    begin_event();
+    fmt::format_to(std::back_inserter(buffer_),
+                   R"({{"ph":"s","cat":"launch","name":"launch","id":{},"pid":{},"tid":{},"ts":)",
+                   id, session_.pid, activity.launch.tid);
+    append_us(buffer_, activity.launch.time_ns);
+    end_event();
+    begin_event();
+    fmt::format_to(
+        std::back_inserter(buffer_),
+        R"({{"ph":"f","bp":"e","cat":"launch","name":"launch","id":{},"pid":{},"tid":{},"ts":)",
+        id, gpu.pid, stream_tid(activity.stream));
+    append_us(buffer_, activity.start_ns);
+    end_event();
+  }
+
+  void append_allocation_change(const gpu_activity& change, gpu_state& gpu) {
+    constexpr std::uint64_t max_bytes = std::numeric_limits<std::int64_t>::max();
+    const auto bytes = static_cast<std::int64_t>(std::min(change.bytes, max_bytes));
+    std::int64_t& total = gpu.allocated[change.memory];
+    total += change.operation == gpu_operation::allocation ? bytes : -bytes;
+    begin_event();
+    fmt::format_to(std::back_inserter(buffer_),
+                   R"({{"ph":"C","name":"allocated memory","pid":{},"ts":)", gpu.pid);
+    append_us(buffer_, change.start_ns);
+    buffer_.append(",\"args\":{");
+    append_key(buffer_, runtime::to_string(change.memory));
+    fmt::format_to(std::back_inserter(buffer_), "{}}}", total);
+    end_event();
+  }
+
+  void append_synchronization(const gpu_activity& sync, const gpu_state& gpu) {
+    const std::uint64_t id = ++synchronizations_;
+    const char* name = synchronization_name(sync.detail);
+    begin_event();
+    fmt::format_to(std::back_inserter(buffer_),
+                   R"({{"ph":"b","cat":"sync","name":"{}","id":{},"pid":{},"ts":)", name, id,
+                   gpu.pid);
+    append_us(buffer_, sync.start_ns);
+    fmt::format_to(std::back_inserter(buffer_), R"(,"args":{{"correlation":{})",
+                   sync.launch.correlation);
+    buffer_.append(context_args(sync.launch.context));
+    buffer_.push_back('}');
+    end_event();
+    begin_event();
+    fmt::format_to(std::back_inserter(buffer_),
+                   R"({{"ph":"e","cat":"sync","name":"{}","id":{},"pid":{},"ts":)", name, id,
+                   gpu.pid);
+    append_us(buffer_, std::max(sync.end_ns, sync.start_ns));
+    end_event();
+  }
+
   // At the final flush: what is still open ends at the session's end.
   void finish_open_intervals() {
     for (auto& [tid, state] : threads_) {
@@ -514,9 +835,10 @@ class chrome_backend final : public runtime::backend {
     out.append(status_metadata_);
     fmt::format_to(std::back_inserter(out),
                    ",\"unbalanced-region-ends\":{},\"unmatched-region-ends\":{}"
-                   ",\"unfinished-regions\":{},\"nonfinite-counter-samples\":{},\"run\":{{",
+                   ",\"unfinished-regions\":{},\"nonfinite-counter-samples\":{}"
+                   ",\"gpu-operations-written\":{},\"gpu-operations-written-without-launch\":{},\"run\":{{",
                    unbalanced_region_ends_, unmatched_region_ends_, unfinished_regions_,
-                   nonfinite_counter_samples_);
+                   nonfinite_counter_samples_, gpu_operations_, gpu_operations_without_launch_);
     out.append(run_metadata_);
     out.append("}}}\n");
     // Write, then cut off whatever a longer earlier trailer left behind.
@@ -546,10 +868,20 @@ class chrome_backend final : public runtime::backend {
   std::vector<name_entry> names_;                // by name_info::id
   std::map<std::uint64_t, live_object> live_;    // data objects by id
 
+  std::map<std::uint32_t, gpu_state> gpus_;  // by device id
+  std::unordered_map<const context_node*, std::string> contexts_;  // see context_args()
+  std::unordered_map<const char*, std::string> kernel_names_;      // mangled → quoted
+  std::vector<const gpu_activity*> ordered_;  // one drain's activities in time order
+  std::string copy_name_;                     // "Memcpy <kind>", quoted
+  std::uint64_t flows_ = 0;                   // launch flows written: the last flow id
+  std::uint64_t synchronizations_ = 0;        // the last synchronization's async id
+
   std::uint64_t unbalanced_region_ends_ = 0;
   std::uint64_t unmatched_region_ends_ = 0;
   std::uint64_t unfinished_regions_ = 0;
   std::uint64_t nonfinite_counter_samples_ = 0;
+  std::uint64_t gpu_operations_ = 0;
+  std::uint64_t gpu_operations_without_launch_ = 0;
 };
 
 }  // namespace

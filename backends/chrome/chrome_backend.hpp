@@ -17,6 +17,19 @@
 // regions still open at the end are closed and counted in the metadata), marks →
 // thread-scoped instants i, counters → C, data objects → async b/e events on
 // the process (category "data_object").
+//
+// GPU activity: one process per device (pid 0x80000000 | device << 22 | the
+// low 22 bits of the host pid, never a real pid), named "GPU <n>: <device
+// name>" (or "GPU <n>" for a device never announced) and sorted after the host;
+// one track per stream (tid stream + 1). Kernels, memcpys and memsets → X
+// events (categories "kernel", "memcpy", "memset") with their launch's
+// correlation id, calling context and API call as args; allocations and
+// releases → the counter "allocated memory" per memory kind; synchronizations
+// → async b/e events (category "sync"). Each operation with a known launch gets
+// a flow (category "launch") from the launching thread to its slice. The
+// metadata counts "gpu-operations-written" and
+// "gpu-operations-written-without-launch" (all kinds; those without launch
+// have no flow and no context), beside the runtime's own "gpu-operations".
 #pragma once
 
 #include "ferret/runtime/backend.hpp"
