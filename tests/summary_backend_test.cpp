@@ -1,0 +1,869 @@
+// Tests of the summary backend. The unit cases drive it directly (no runtime
+// session) with synthesised records, GPU activities, data objects and devices,
+// and read back the report it writes to a temporary file; the "process" suite
+// runs support/test_app with FERRET_BACKEND=summary and reads its stderr.
+#include "summary_backend.hpp"
+
+#include <doctest/doctest.h>
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace {
+
+namespace rt = ferret::runtime;
+using rt::copy_kind;
+using rt::gpu_activity;
+using rt::gpu_operation;
+using rt::memory_kind;
+using rt::record_kind;
+using lines = std::vector<std::string>;
+
+constexpr std::uint32_t test_pid = 4242;
+constexpr std::uint64_t main_tid = 4242;
+constexpr std::uint64_t worker_tid = 4243;
+constexpr std::int64_t ms = 1'000'000;  // ns
+constexpr std::uint64_t KiB = 1024;
+constexpr std::uint64_t MiB = 1024 * KiB;
+constexpr std::uint64_t GiB = 1024 * MiB;
+
+std::int64_t monotonic_raw_now() {
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC_RAW, &now);
+  return std::int64_t{now.tv_sec} * 1'000'000'000 + now.tv_nsec;
+}
+
+// --- reading the report ---------------------------------------------------------
+
+lines lines_of(const std::string& text) {
+  lines result;
+  std::size_t begin = 0;
+  while (begin < text.size()) {
+    std::size_t end = text.find('\n', begin);
+    if (end == std::string::npos) end = text.size();
+    result.push_back(text.substr(begin, end - begin));
+    begin = end + 1;
+  }
+  return result;
+}
+
+// The lines under `heading` (the table's header row first) up to the next
+// blank line; empty when the section is absent.
+lines section(const std::string& report, std::string_view heading) {
+  const lines all = lines_of(report);
+  const auto start = std::find(all.begin(), all.end(), heading);
+  if (start == all.end()) return {};
+  lines body;
+  for (auto it = start + 1; it != all.end() && !it->empty(); ++it) body.push_back(*it);
+  return body;
+}
+
+std::vector<std::string> headings(const std::string& report) {
+  std::vector<std::string> found;
+  const lines all = lines_of(report);
+  for (std::size_t i = 1; i < all.size(); ++i)
+    if (all[i - 1].empty() && !all[i].empty()) found.push_back(all[i]);
+  return found;
+}
+
+std::size_t display_width(std::string_view text) {
+  return static_cast<std::size_t>(std::count_if(text.begin(), text.end(), [](char c) {
+    return (static_cast<unsigned char>(c) & 0xC0U) != 0x80U;
+  }));
+}
+
+struct cell {
+  std::string text;
+  std::size_t start, end;  // display columns
+};
+
+// A table line's cells: separated by two or more spaces (a cell holds at most
+// single spaces, as in "1.5 KiB").
+std::vector<cell> cells_of(const std::string& line) {
+  std::vector<cell> found;
+  std::size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && line[i] == ' ') ++i;
+    if (i == line.size()) break;
+    std::size_t end = i;
+    while (end < line.size() &&
+           !(line[end] == ' ' && (end + 1 == line.size() || line[end + 1] == ' ')))
+      ++end;
+    const std::string text = line.substr(i, end - i);
+    const std::size_t start_column = display_width(std::string_view{line}.substr(0, i));
+    found.push_back({text, start_column, start_column + display_width(text)});
+    i = end;
+  }
+  return found;
+}
+
+std::vector<std::string> texts(const std::string& line) {
+  std::vector<std::string> result;
+  for (const cell& c : cells_of(line)) result.push_back(c.text);
+  return result;
+}
+
+// The rows of a section as cell texts, header row excluded.
+std::vector<std::vector<std::string>> rows(const lines& body) {
+  std::vector<std::vector<std::string>> result;
+  for (std::size_t i = 1; i < body.size(); ++i)
+    if (body[i].rfind("  … ", 0) != 0) result.push_back(texts(body[i]));
+  return result;
+}
+
+// A table laid out as text_table promises: every line indented by two, no
+// trailing blanks; column i ends under its header's end where alignments[i]
+// is 'r', starts under its header's start where it is 'l'; each column is as
+// wide as its widest cell and two spaces apart from the next.
+void check_aligned(const lines& body, std::string_view alignments) {
+  REQUIRE(body.size() >= 2);
+  const std::vector<cell> header = cells_of(body.front());
+  REQUIRE(header.size() == alignments.size());
+  std::vector<std::size_t> widths(header.size(), 0);
+  for (const std::string& line : body) {
+    if (line.rfind("  … ", 0) == 0) continue;
+    INFO("line: '" << line << "'");
+    CHECK(line.rfind("  ", 0) == 0);
+    CHECK(line.back() != ' ');
+    const std::vector<cell> row = cells_of(line);
+    REQUIRE(row.size() == header.size());
+    for (std::size_t i = 0; i < row.size(); ++i) {
+      if (alignments[i] == 'r')
+        CHECK(row[i].end == header[i].end);
+      else
+        CHECK(row[i].start == header[i].start);
+      widths[i] = std::max(widths[i], row[i].end - row[i].start);
+    }
+  }
+  std::size_t column_start = 2;
+  for (std::size_t i = 0; i < header.size(); ++i) {
+    const std::size_t start = alignments[i] == 'r' ? header[i].end - widths[i] : header[i].start;
+    CHECK_MESSAGE(start == column_start, "column " << i << " (" << header[i].text << ")");
+    column_start = start + widths[i] + 2;
+  }
+}
+
+// --- feeding the backend ----------------------------------------------------------
+
+// Name records with stable addresses and dense ids, as the runtime hands out.
+class name_table {
+ public:
+  const rt::name_info* add(std::string name, std::string domain = {}) {
+    names_.push_back(rt::name_info{
+        static_cast<std::uint32_t>(names_.size()), std::move(name), std::move(domain), {}, {}, 0});
+    return &names_.back();
+  }
+
+ private:
+  std::deque<rt::name_info> names_;
+};
+
+// A calling-context tree: user regions, with CUDA API calls as leaves.
+class context_tree {
+ public:
+  context_tree() { nodes_.push_back(rt::context_node{0, 0, nullptr, nullptr}); }
+  const rt::context_node* root() const { return &nodes_.front(); }
+  const rt::context_node* child(const rt::context_node* parent, std::string name,
+                                std::string domain = {}) {
+    nodes_.push_back(rt::context_node{static_cast<std::uint32_t>(nodes_.size()), parent->depth + 1,
+                                      parent, names_.add(std::move(name), std::move(domain))});
+    return &nodes_.back();
+  }
+  const rt::context_node* api_call(const rt::context_node* parent, std::string name) {
+    return child(parent, std::move(name), "cuda");
+  }
+
+ private:
+  name_table names_;
+  std::deque<rt::context_node> nodes_;
+};
+
+rt::gpu_launch launched_in(const rt::context_node* context) {
+  static std::uint64_t correlation = 0;
+  return rt::gpu_launch{++correlation, main_tid, 0, context};
+}
+
+constexpr rt::gpu_launch launch_not_seen{77, 0, 0, nullptr};
+
+gpu_activity kernel(const char* name, std::int64_t start, std::int64_t end, rt::gpu_launch launch,
+                    double occupancy = 0.5, std::uint32_t registers = 32) {
+  gpu_activity activity{};
+  activity.operation = gpu_operation::kernel;
+  activity.start_ns = start;
+  activity.end_ns = end;
+  activity.name = name;
+  activity.launch = launch;
+  activity.kernel.occupancy = occupancy;
+  activity.kernel.registers_per_thread = registers;
+  return activity;
+}
+
+gpu_activity copy(copy_kind kind, std::uint64_t bytes, std::int64_t ns, std::int32_t source,
+                  std::int32_t destination, rt::gpu_launch launch) {
+  gpu_activity activity{};
+  activity.operation = gpu_operation::memcpy;
+  activity.start_ns = 1000;
+  activity.end_ns = 1000 + ns;
+  activity.copy = kind;
+  activity.bytes = bytes;
+  activity.source_device = source;
+  activity.destination_device = destination;
+  activity.device = static_cast<std::uint32_t>(std::max(source, destination));
+  activity.launch = launch;
+  return activity;
+}
+
+gpu_activity copy_between(copy_kind kind, std::uint64_t bytes, const rt::data_object_info* source,
+                          const rt::data_object_info* destination) {
+  gpu_activity activity = copy(kind, bytes, 1000, 0, 0, launch_not_seen);
+  activity.source_object = source;
+  activity.source_object_id = source != nullptr ? source->id : 0;
+  activity.destination_object = destination;
+  activity.destination_object_id = destination != nullptr ? destination->id : 0;
+  return activity;
+}
+
+gpu_activity memset_of(std::uint64_t bytes, rt::gpu_launch launch,
+                       const rt::data_object_info* object = nullptr) {
+  gpu_activity activity{};
+  activity.operation = gpu_operation::memset;
+  activity.start_ns = 0;
+  activity.end_ns = 500;
+  activity.bytes = bytes;
+  activity.memory = memory_kind::device;
+  activity.launch = launch;
+  activity.destination_object = object;
+  activity.destination_object_id = object != nullptr ? object->id : 0;
+  return activity;
+}
+
+gpu_activity synchronization(std::int64_t ns, rt::gpu_launch launch) {
+  gpu_activity activity{};
+  activity.operation = gpu_operation::synchronization;
+  activity.start_ns = 0;
+  activity.end_ns = ns;
+  activity.detail = 3;
+  activity.launch = launch;
+  return activity;
+}
+
+gpu_activity memory_change(gpu_operation operation, std::uint32_t device, memory_kind memory,
+                           std::uintptr_t address, std::uint64_t bytes, std::int64_t time) {
+  gpu_activity activity{};
+  activity.operation = operation;
+  activity.start_ns = time;
+  activity.end_ns = time;
+  activity.device = device;
+  activity.memory = memory;
+  activity.address = address;
+  activity.bytes = bytes;
+  activity.launch = launch_not_seen;
+  return activity;
+}
+
+rt::data_object_info object_info(std::uint64_t id, std::string name, bool automatic = false) {
+  static const rt::context_node allocating_context{0, 0, nullptr, nullptr};
+  rt::data_object_info info{id, std::move(name), 0x1000 * id, 64, memory_kind::device, 0};
+  if (automatic) info.allocated_in = &allocating_context;
+  return info;
+}
+
+rt::record begin(std::int64_t ns, const rt::name_info* name) {
+  return {ns, record_kind::region_begin, name, 0.0};
+}
+rt::record end(std::int64_t ns, const rt::name_info* name) {
+  return {ns, record_kind::region_end, name, 0.0};
+}
+
+// One backend writing into a temporary file, as it would on stderr.
+class summary_run {
+ public:
+  summary_run() : file_(std::tmpfile()) {
+    REQUIRE(file_ != nullptr);
+    session_.pid = test_pid;
+    session_.executable = "solver";
+    session_.start_monotonic_raw_ns = monotonic_raw_now() - 2'000'000'000;  // 2 s ago
+    backend_ = ferret::summary::make_backend_writing_to(session_, fileno(file_));
+  }
+  ~summary_run() { std::fclose(file_); }
+  summary_run(const summary_run&) = delete;
+  summary_run& operator=(const summary_run&) = delete;
+
+  rt::backend& backend() { return *backend_; }
+
+  void records(std::uint64_t tid, const std::vector<rt::record>& batch) {
+    const rt::thread_info thread{test_pid, tid, {}, tid == main_tid};
+    backend_->thread_records(thread, batch.data(), batch.size());
+  }
+  void activities(const std::vector<gpu_activity>& batch) {
+    backend_->gpu_activities(batch.data(), batch.size());
+  }
+
+  void flush(bool final, std::uint64_t dropped = 0, const rt::metadata_list& metadata = {}) {
+    const rt::metadata_list user;
+    backend_->flush(rt::session_status{&metadata, &user, 1000, dropped, final});
+  }
+
+  // The final flush, then everything written.
+  std::string finish(std::uint64_t dropped = 0, const rt::metadata_list& metadata = {}) {
+    flush(true, dropped, metadata);
+    return written();
+  }
+
+  std::string written() const {
+    std::string text;
+    char chunk[4096];
+    off_t offset = 0;
+    for (;;) {
+      const ssize_t got = ::pread(fileno(file_), chunk, sizeof chunk, offset);
+      REQUIRE(got >= 0);
+      if (got == 0) break;
+      text.append(chunk, static_cast<std::size_t>(got));
+      offset += got;
+    }
+    return text;
+  }
+
+ private:
+  std::FILE* file_;
+  rt::session_info session_{};
+  std::unique_ptr<rt::backend> backend_;
+};
+
+bool all_digits(std::string_view text) {
+  return !text.empty() &&
+         std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+struct first_line_facts {
+  double seconds;
+  std::string operations;
+};
+
+// "ferret summary: <executable> (pid <pid>), <s.mmm> s, <n> GPU operation[s]",
+// or nothing when the line has another form.
+std::optional<first_line_facts> read_first_line(std::string_view line,
+                                                std::string_view executable = "solver",
+                                                std::string_view pid = "4242") {
+  const std::string head =
+      "ferret summary: " + std::string{executable} + " (pid " + std::string{pid} + "), ";
+  if (line.substr(0, head.size()) != head) return std::nullopt;
+  line.remove_prefix(head.size());
+  const std::size_t seconds_end = line.find(" s, ");
+  if (seconds_end == std::string_view::npos) return std::nullopt;
+  const std::string_view seconds = line.substr(0, seconds_end);
+  const std::size_t point = seconds.find('.');
+  if (point == std::string_view::npos || !all_digits(seconds.substr(0, point)) ||
+      seconds.size() - point != 4 || !all_digits(seconds.substr(point + 1)))
+    return std::nullopt;
+  line.remove_prefix(seconds_end + 4);
+  const std::size_t count_end = line.find(' ');
+  const std::string_view count = line.substr(0, count_end);
+  const std::string_view noun = count_end == std::string_view::npos ? "" : line.substr(count_end);
+  if (!all_digits(count) || noun != (count == "1" ? " GPU operation" : " GPU operations"))
+    return std::nullopt;
+  return first_line_facts{std::stod(std::string{seconds}), std::string{count}};
+}
+
+}  // namespace
+
+TEST_CASE("an empty run reports the first line only, with the wall time since the start") {
+  summary_run run;
+  const std::string report = run.finish();
+  const lines all = lines_of(report);
+  REQUIRE(all.size() == 1);
+  CHECK(report.back() == '\n');
+  const auto first = read_first_line(all.front());
+  REQUIRE(first.has_value());
+  const double seconds = first->seconds;
+  CHECK(seconds >= 2.0);
+  CHECK(seconds < 3.0);
+  CHECK(first->operations == "0");
+}
+
+TEST_CASE("host regions: inclusive time per name over all threads") {
+  summary_run run;
+  name_table names;
+  const rt::name_info* main_region = names.add("main");
+  const rt::name_info* outer = names.add("outer");
+  const rt::name_info* inner = names.add("inner");
+  const rt::name_info* inner_again = names.add("inner");  // the same text from another TU
+  const rt::name_info* recursive = names.add("recursive");
+  const rt::name_info* factor = names.add("factor", "mylib");
+  const rt::name_info* cut_short = names.add("cut short");
+  const rt::name_info* never_begun = names.add("never begun");
+
+  run.records(main_tid, {begin(0, main_region), begin(1 * ms, outer), begin(2 * ms, inner),
+                         end(4 * ms, inner), end(11 * ms, outer), end(11 * ms, never_begun)});
+  run.records(worker_tid,
+              {begin(0, inner_again), end(5 * ms, inner_again),
+               // recursion counts its time once: 4 ms, 2 calls
+               begin(5 * ms, recursive), begin(6 * ms, recursive), end(7 * ms, recursive),
+               end(9 * ms, recursive),
+               // an end that skips an open region closes it too
+               begin(9 * ms, factor), begin(9 * ms + 500'000, cut_short), end(10 * ms, factor)});
+  run.records(main_tid, {end(11 * ms, never_begun)});  // ignored; `main` is still open
+  // `main` never ends: it closes at the latest time seen, 12 ms.
+  run.records(worker_tid, {begin(12 * ms, cut_short), end(12 * ms, cut_short)});
+
+  const std::string report = run.finish();
+  INFO(report);
+  const auto first = read_first_line(lines_of(report).front());
+  REQUIRE(first.has_value());
+  CHECK(first->operations == "0");
+  CHECK(report.find("HPCToolkit") == std::string::npos);  // no GPU data, no legend
+  CHECK(headings(report) == std::vector<std::string>{"Host regions"});
+
+  const lines body = section(report, "Host regions");
+  CHECK(texts(body.front()) == std::vector<std::string>{"calls", "total ms", "region"});
+  check_aligned(body, "rrl");
+  CHECK(rows(body) == std::vector<std::vector<std::string>>{
+                          {"1", "12.000", "main"},
+                          {"1", "10.000", "outer"},
+                          {"2", "7.000", "inner"},
+                          {"2", "4.000", "recursive"},
+                          {"1", "1.000", "factor [mylib]"},
+                          {"2", "0.500", "cut short"},
+                      });
+}
+
+TEST_CASE("host regions: the top 10 by time, then how many more") {
+  summary_run run;
+  name_table names;
+  std::vector<rt::record> batch;
+  for (int i = 1; i <= 13; ++i) {
+    const rt::name_info* name = names.add("region " + std::to_string(i));
+    batch.push_back(begin(0, name));
+    batch.push_back(end(i * ms, name));
+  }
+  run.records(main_tid, batch);
+  const lines body = section(run.finish(), "Host regions");
+  const auto table = rows(body);
+  REQUIRE(table.size() == 10);
+  CHECK(table.front() == std::vector<std::string>{"1", "13.000", "region 13"});
+  CHECK(table.back() == std::vector<std::string>{"1", "4.000", "region 4"});
+  CHECK(body.back() == "  … 3 more regions");
+}
+
+TEST_CASE("GPU time by calling context, with HPCToolkit's metric names") {
+  summary_run run;
+  context_tree tree;
+  const rt::context_node* solve = tree.child(tree.root(), "solve");
+  const rt::context_node* step = tree.child(solve, "step");
+  // Two API calls under the same regions share one row.
+  const rt::context_node* step_launch = tree.api_call(step, "cudaLaunchKernel");
+  const rt::context_node* step_copy = tree.api_call(step, "cudaMemcpyAsync");
+  const rt::context_node* top_launch = tree.api_call(tree.root(), "cudaLaunchKernel");
+  const rt::context_node* solve_sync = tree.api_call(solve, "cudaStreamSynchronize");
+
+  run.activities({kernel("k", 0, 2 * ms, launched_in(step_launch)),
+                  copy(copy_kind::host_to_device, MiB, 1 * ms, -1, 0, launched_in(step_copy)),
+                  kernel("k", 0, 5 * ms, launched_in(top_launch)),
+                  kernel("k", 10 * ms, 11 * ms, launch_not_seen),
+                  synchronization(ms / 2, launched_in(solve_sync))});
+  run.activities(
+      {memset_of(4 * KiB, launched_in(solve)), kernel("k", 0, 1 * ms, launched_in(step_launch))});
+
+  const std::string report = run.finish();
+  INFO(report);
+  const auto first = read_first_line(lines_of(report).front());
+  REQUIRE(first.has_value());
+  CHECK(first->operations == "7");
+  CHECK(lines_of(report).at(1) ==
+        "metrics (HPCToolkit's names): GKER kernel time, GXCOPY copy time and bytes, GMSET bytes "
+        "set, GMEM allocations, GSYNC synchronization time");
+
+  const lines body = section(report, "GPU time by calling context");
+  CHECK(texts(body.front()) == std::vector<std::string>{"GKER ms", "kernels", "GXCOPY ms",
+                                                        "GXCOPY bytes", "GMSET bytes", "GSYNC ms",
+                                                        "context"});
+  check_aligned(body, "rrrrrrl");
+  CHECK(rows(body) == std::vector<std::vector<std::string>>{
+                          {"5.000", "1", "0.000", "-", "-", "0.000", "(no region)"},
+                          {"3.000", "2", "1.000", "1.0 MiB", "-", "0.000", "solve/step"},
+                          {"1.000", "1", "0.000", "-", "-", "0.000", "(launch not seen)"},
+                          {"0.000", "0", "0.000", "-", "4.0 KiB", "0.500", "solve"},
+                      });
+}
+
+TEST_CASE("calling contexts: the top 10 by kernel and copy time") {
+  summary_run run;
+  context_tree tree;
+  std::vector<gpu_activity> batch;
+  for (int i = 1; i <= 12; ++i) {
+    const rt::context_node* region = tree.child(tree.root(), "phase " + std::to_string(i));
+    // Copy time counts like kernel time: phase i has i ms in all.
+    batch.push_back(kernel("k", 0, (i - 1) * ms, launched_in(region)));
+    batch.push_back(copy(copy_kind::device_to_host, 8, 1 * ms, 0, -1, launched_in(region)));
+  }
+  run.activities(batch);
+  const lines body = section(run.finish(), "GPU time by calling context");
+  const auto table = rows(body);
+  REQUIRE(table.size() == 10);
+  CHECK(table.front() ==
+        std::vector<std::string>{"11.000", "1", "1.000", "8 B", "-", "0.000", "phase 12"});
+  CHECK(table.back() ==
+        std::vector<std::string>{"2.000", "1", "1.000", "8 B", "-", "0.000", "phase 3"});
+  CHECK(body.back() == "  … 2 more contexts");
+}
+
+TEST_CASE("kernels: demangled names, times, occupancy and registers") {
+  summary_run run;
+  const std::string long_name(150, 'x');
+  const auto anywhere = launch_not_seen;
+  run.activities({
+      kernel("_Z5saxpyifPKfPf", 0, 1 * ms, anywhere, 0.5, 32),
+      kernel("_Z5saxpyifPKfPf", 0, 2 * ms, anywhere, 0.75, 40),
+      kernel("_Z5saxpyifPKfPf", 0, 3 * ms, anywhere, -1.0, 24),  // occupancy unknown
+      kernel("plain_c_kernel", 0, 10 * ms, anywhere, -1.0, 16),
+      kernel(long_name.c_str(), 0, 1600, anywhere, 1.0, 8),
+      kernel(nullptr, 0, 1000, anywhere, 0.25, 64),
+  });
+  const std::string report = run.finish();
+  INFO(report);
+  const lines body = section(report, "Kernels");
+  CHECK(texts(body.front()) == std::vector<std::string>{"calls", "total ms", "mean µs", "occupancy",
+                                                        "registers", "kernel"});
+  check_aligned(body, "rrrrrl");
+  const std::string cut_name = std::string(99, 'x') + "…";
+  CHECK(rows(body) ==
+        std::vector<std::vector<std::string>>{
+            {"1", "10.000", "10000.000", "-", "16", "plain_c_kernel"},
+            {"3", "6.000", "2000.000", "62.5%", "40", "saxpy(int, float, float const*, float*)"},
+            {"1", "0.002", "1.600", "100.0%", "8", cut_name},
+            {"1", "0.001", "1.000", "25.0%", "64", "(unnamed kernel)"},
+        });
+  CHECK(display_width(cut_name) == 100);
+}
+
+TEST_CASE("copies per direction, and the bytes between host and devices") {
+  summary_run run;
+  const auto anywhere = launch_not_seen;
+  run.backend().gpu_device(rt::gpu_device_info{2, "spare GPU", 9, 0, 132, 80 * GiB, 1024, 64, 32,
+                                               65536, 65536, 233472, 232448});
+  run.activities({
+      copy(copy_kind::host_to_device, MiB, 100'000, -1, 0, anywhere),
+      copy(copy_kind::host_to_device, MiB, 100'000, -1, 0, anywhere),
+      copy(copy_kind::device_to_host, 512, 1000, 0, -1, anywhere),
+      copy(copy_kind::peer_to_peer, 3 * GiB, 1000 * ms, 0, 1, anywhere),
+  });
+  run.activities({copy(copy_kind::device_to_device, 1536, 0, 1, 1, anywhere)});
+  const std::string report = run.finish();
+  INFO(report);
+
+  const lines copies = section(report, "Copies");
+  CHECK(texts(copies.front()) ==
+        std::vector<std::string>{"direction", "count", "bytes", "total ms", "mean GB/s"});
+  check_aligned(copies, "lrrrr");
+  CHECK(rows(copies) == std::vector<std::vector<std::string>>{
+                            {"HtoD", "2", "2.0 MiB", "0.200", "10.49"},
+                            {"DtoH", "1", "512 B", "0.001", "0.51"},
+                            {"DtoD", "1", "1.5 KiB", "0.000", "-"},
+                            {"PtoP", "1", "3.0 GiB", "1000.000", "3.22"},
+                        });
+
+  const lines matrix = section(report, "Device-to-device bytes");
+  CHECK(texts(matrix.front()) ==
+        std::vector<std::string>{"from \\ to", "host", "GPU 0", "GPU 1", "GPU 2"});
+  check_aligned(matrix, "lrrrr");
+  CHECK(rows(matrix) == std::vector<std::vector<std::string>>{
+                            {"host", "-", "2.0 MiB", "-", "-"},
+                            {"GPU 0", "512 B", "-", "3.0 GiB", "-"},
+                            {"GPU 1", "-", "-", "1.5 KiB", "-"},
+                            {"GPU 2", "-", "-", "-", "-"},
+                        });
+  CHECK(headings(report) == std::vector<std::string>{"GPU time by calling context", "Copies",
+                                                     "Device-to-device bytes"});
+}
+
+TEST_CASE("data objects by bytes moved, names copied during the call") {
+  summary_run run;
+  rt::data_object_info host_grid = object_info(1, "grid (host)");
+  rt::data_object_info grid = object_info(2, "grid");
+  rt::data_object_info scratch = object_info(3, "cudaMalloc@solve/setup", true);
+  rt::data_object_info reused = object_info(4, "halo");
+  run.activities({
+      copy_between(copy_kind::host_to_device, MiB, &host_grid, &grid),
+      copy_between(copy_kind::device_to_host, 2 * MiB, &scratch, nullptr),
+      memset_of(4 * KiB, launch_not_seen, &scratch),
+      // Within one object: its bytes count once.
+      copy_between(copy_kind::device_to_device, 512 * KiB, &reused, &reused),
+  });
+  // The runtime's record is valid for the call only: what it says later does not matter.
+  reused.name = "overwritten";
+  gpu_activity unnamed = copy(copy_kind::peer_to_peer, 100, 1000, 0, 1, launch_not_seen);
+  unnamed.destination_object_id = 99;  // known by id only
+  run.activities({unnamed});
+
+  const std::string report = run.finish();
+  INFO(report);
+  const lines body = section(report, "Data objects");
+  CHECK(texts(body.front()) ==
+        std::vector<std::string>{"HtoD", "DtoH", "DtoD", "HtoH", "PtoP", "memset", "object"});
+  check_aligned(body, "rrrrrrl");
+  CHECK(rows(body) ==
+        std::vector<std::vector<std::string>>{
+            {"-", "2.0 MiB", "-", "-", "-", "4.0 KiB", "cudaMalloc@solve/setup (auto)"},
+            {"1.0 MiB", "-", "-", "-", "-", "-", "grid (host)"},
+            {"1.0 MiB", "-", "-", "-", "-", "-", "grid"},
+            {"-", "-", "512.0 KiB", "-", "-", "-", "halo"},
+            {"-", "-", "-", "-", "100 B", "-", "data object 99"},
+        });
+}
+
+TEST_CASE("data objects: the top 10, then how many more") {
+  summary_run run;
+  std::vector<rt::data_object_info> objects;
+  for (std::uint64_t id = 1; id <= 11; ++id)
+    objects.push_back(object_info(id, "array " + std::to_string(id)));
+  std::vector<gpu_activity> batch;
+  for (const rt::data_object_info& object : objects)
+    batch.push_back(copy_between(copy_kind::host_to_device, object.id * KiB, nullptr, &object));
+  run.activities(batch);
+  const lines body = section(run.finish(), "Data objects");
+  const auto table = rows(body);
+  REQUIRE(table.size() == 10);
+  CHECK(table.front().back() == "array 11");
+  CHECK(table.back().back() == "array 2");
+  CHECK(body.back() == "  … 1 more data object");
+}
+
+TEST_CASE("memory per device and kind: peak live bytes in time order") {
+  summary_run run;
+  constexpr auto allocation = gpu_operation::allocation;
+  constexpr auto release = gpu_operation::release;
+  // One drain, out of order. In time: +1 MiB (A), +2 MiB (B), -A and +1 MiB
+  // (C) at the same instant, -B: the peak is 3 MiB, not 4.
+  run.activities({
+      memory_change(release, 0, memory_kind::device, 0xB000, 2 * MiB, 40),
+      memory_change(allocation, 0, memory_kind::device, 0xC000, MiB, 30),
+      memory_change(release, 0, memory_kind::device, 0xA000, 0, 30),  // size from its allocation
+      memory_change(allocation, 0, memory_kind::device, 0xB000, 2 * MiB, 20),
+      memory_change(allocation, 0, memory_kind::device, 0xA000, MiB, 10),
+      memory_change(allocation, 0, memory_kind::pinned, 0xD000, 64 * KiB, 5),
+  });
+  // A later drain: a release whose allocation was never seen changes nothing live.
+  run.activities({memory_change(allocation, 1, memory_kind::managed, 0xE000, 5 * GiB, 50),
+                  memory_change(release, 1, memory_kind::managed, 0xF000, 0, 60),
+                  memory_change(release, 0, memory_kind::device, 0xC000, MiB, 70)});
+  const std::string report = run.finish();
+  INFO(report);
+  const lines body = section(report, "Memory");
+  CHECK(texts(body.front()) == std::vector<std::string>{"device", "memory", "allocations",
+                                                        "allocated", "releases", "peak live"});
+  check_aligned(body, "llrrrr");
+  CHECK(rows(body) == std::vector<std::vector<std::string>>{
+                          {"GPU 0", "pinned", "1", "64.0 KiB", "0", "64.0 KiB"},
+                          {"GPU 0", "device", "3", "4.0 MiB", "3", "3.0 MiB"},
+                          {"GPU 1", "managed", "1", "5.0 GiB", "1", "5.0 GiB"},
+                      });
+  // Allocations alone give no row in the context table.
+  CHECK(section(report, "GPU time by calling context").empty());
+  const auto first = read_first_line(lines_of(report).front());
+  REQUIRE(first.has_value());
+  CHECK(first->operations == "9");
+}
+
+TEST_CASE("losses: dropped events and the runtime's loss counts, in one line") {
+  const rt::metadata_list metadata{
+      {"buffer-bytes", std::int64_t{67108864}},
+      {"events-dropped-buffer-full", std::int64_t{5}},  // part of the 5 events dropped
+      {"gpu-operations", std::int64_t{10}},
+      {"gpu-operations-without-launch", std::int64_t{2}},
+      {"cupti-records-dropped", std::int64_t{3}},
+      {"cupti-buffers-dropped", std::int64_t{0}},
+      {"data-objects-refused", std::int64_t{1}},
+  };
+  SUBCASE("with losses") {
+    summary_run run;
+    const lines all = lines_of(run.finish(5, metadata));
+    REQUIRE(all.size() == 3);
+    CHECK(all[1].empty());
+    CHECK(all[2] ==
+          "Losses: 5 events dropped, 2 gpu-operations-without-launch, "
+          "3 cupti-records-dropped");
+  }
+  SUBCASE("a collector's losses without dropped events") {
+    summary_run run;
+    const lines all = lines_of(run.finish(0, {{"cupti-records-dropped", std::int64_t{3}}}));
+    REQUIRE(all.size() == 3);
+    CHECK(all[2] == "Losses: 3 cupti-records-dropped");
+  }
+  SUBCASE("nothing lost") {
+    summary_run run;
+    const rt::metadata_list nothing{{"events-dropped-buffer-full", std::int64_t{0}},
+                                    {"gpu-operations-without-launch", std::int64_t{0}},
+                                    {"cupti-records-dropped", std::int64_t{0}}};
+    CHECK(lines_of(run.finish(0, nothing)).size() == 1);
+  }
+}
+
+TEST_CASE("only the final flush prints, once; a fork child prints nothing") {
+  name_table names;
+  const rt::name_info* work = names.add("work");
+  SUBCASE("final flush") {
+    summary_run run;
+    run.records(main_tid, {begin(0, work), end(ms, work)});
+    run.flush(false);
+    CHECK(run.written().empty());
+    run.flush(true);
+    const std::string report = run.written();
+    CHECK(section(report, "Host regions").size() == 2);
+    run.flush(true);
+    CHECK(run.written() == report);
+  }
+  SUBCASE("abandon") {
+    summary_run run;
+    run.records(main_tid, {begin(0, work), end(ms, work)});
+    run.backend().abandon();
+    run.flush(true);
+    CHECK(run.written().empty());
+  }
+}
+
+TEST_CASE("factory: stderr by default, an error without a session; describe()") {
+  std::string error;
+  rt::backend_context context{nullptr, "out", false};
+  CHECK(ferret::summary::make_backend(context, error) == nullptr);
+  CHECK(error == "cannot print the summary: no session");
+
+  rt::session_info session{};
+  session.executable = "solver";
+  context.session = &session;
+  error.clear();
+  const auto backend = ferret::summary::make_backend(context, error);
+  REQUIRE(backend != nullptr);
+  CHECK(error.empty());
+  CHECK(backend->describe() == "summary: printed on stderr");
+}
+
+// --- the backend in a real run ------------------------------------------------------------
+
+namespace {
+
+struct app_result {
+  int exit_code = -1;
+  std::string out, err;
+  int pid = 0;                     // as the app prints it
+  std::vector<std::string> files;  // what it left in its directory, besides stdout and stderr
+};
+
+std::string slurp(const std::filesystem::path& path) {
+  std::ifstream in{path, std::ios::binary};
+  return std::string{std::istreambuf_iterator<char>{in}, std::istreambuf_iterator<char>{}};
+}
+
+// Runs support/test_app in a fresh directory, removed afterwards, with
+// `backends` as FERRET_BACKEND.
+app_result run_app(const std::string& mode, const std::string& backends) {
+  static int counter = 0;
+  app_result result;
+  const std::filesystem::path directory =
+      std::filesystem::temp_directory_path() /
+      ("ferret-summary-test-" + std::to_string(getpid()) + "-" + std::to_string(++counter));
+  std::filesystem::remove_all(directory);
+  std::filesystem::create_directories(directory);
+  const pid_t child = fork();
+  if (child == 0) {
+    if (chdir(directory.c_str()) != 0) _exit(120);
+    const int out = open("stdout", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int err = open("stderr", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(out, 1);
+    dup2(err, 2);
+    for (const char* name : {"FERRET_OUTPUT", "FERRET_BUFFER_SIZE", "FERRET_FLUSH_INTERVAL",
+                             "FERRET_CLOCK", "FERRET_VERBOSE"})
+      unsetenv(name);
+    setenv("FERRET_BACKEND", backends.c_str(), 1);
+    execl(FERRET_TEST_APP, FERRET_TEST_APP, mode.c_str(), static_cast<char*>(nullptr));
+    _exit(121);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+  result.out = slurp(directory / "stdout");
+  result.err = slurp(directory / "stderr");
+  std::sscanf(result.out.c_str(), "pid %d", &result.pid);
+  for (const auto& entry : std::filesystem::directory_iterator(directory)) {
+    const std::string name = entry.path().filename().string();
+    if (name != "stdout" && name != "stderr") result.files.push_back(name);
+  }
+  std::filesystem::remove_all(directory);
+  return result;
+}
+
+// The report printed by process `pid` in `err`: from its first line up to the
+// runtime's exit lines ("ferret: ...") that follow it.
+std::string report_of(const std::string& err, int pid) {
+  const std::string start = "ferret summary: ferret-test-app (pid " + std::to_string(pid) + ")";
+  const std::size_t at = err.find(start);
+  if (at == std::string::npos) return {};
+  const std::size_t end = err.find("\nferret: ", at);  // the runtime's exit lines follow
+  return err.substr(at, end == std::string::npos ? std::string::npos : end + 1 - at);
+}
+
+}  // namespace
+
+TEST_SUITE_BEGIN("process");
+
+TEST_CASE("FERRET_BACKEND=summary prints the host regions of a run at exit") {
+  const app_result result = run_app("regions", "summary");
+  INFO(result.err);
+  CHECK(result.exit_code == 0);
+  REQUIRE(result.pid > 0);
+  const std::string report = report_of(result.err, result.pid);
+  REQUIRE(!report.empty());
+  const auto first =
+      read_first_line(lines_of(report).front(), "ferret-test-app", std::to_string(result.pid));
+  REQUIRE(first.has_value());
+  CHECK(first->operations == "0");
+  CHECK(headings(report) == std::vector<std::string>{"Host regions"});
+  std::map<std::string, std::string> calls;
+  for (const auto& row : rows(section(report, "Host regions"))) calls[row.back()] = row.front();
+  CHECK(calls == std::map<std::string, std::string>{{"main", "1"}, {"work", "200"}});
+  CHECK(result.err.find("ferret: summary: printed on stderr") != std::string::npos);
+}
+
+TEST_CASE("beside chrome: both outputs") {
+  const app_result result = run_app("regions", "chrome,summary");
+  INFO(result.err);
+  CHECK(result.exit_code == 0);
+  CHECK(!report_of(result.err, result.pid).empty());
+  CHECK(result.files ==
+        std::vector<std::string>{"ferret-ferret-test-app-" + std::to_string(result.pid) + ".json"});
+}
+
+TEST_CASE("fork: the parent's report once, never with the child's regions") {
+  const app_result result = run_app("fork", "summary");
+  INFO(result.err);
+  CHECK(result.exit_code == 0);
+  const std::string marker =
+      "ferret summary: ferret-test-app (pid " + std::to_string(result.pid) + ")";
+  const std::size_t first = result.err.find(marker);
+  REQUIRE(first != std::string::npos);
+  CHECK(result.err.find(marker, first + 1) == std::string::npos);
+  std::map<std::string, std::string> calls;
+  for (const auto& row : rows(section(report_of(result.err, result.pid), "Host regions")))
+    calls[row.back()] = row.front();
+  CHECK(calls == std::map<std::string, std::string>{
+                     {"main", "1"}, {"parent before fork", "1"}, {"parent after fork", "1"}});
+}
+
+TEST_SUITE_END();
