@@ -1,0 +1,1029 @@
+// gpu_trace_test: runs the GPU test programs (tests/gpu/*.cu and a PyTorch
+// script) traced with the chrome and summary backends, and checks the traces
+// and the summaries against work known exactly.
+//
+// Needs a GPU: without a usable one it prints "skipped: <reason>" and exits 77
+// (CTest's SKIP_RETURN_CODE). The PyTorch case is left out, with its reason,
+// when python3 has no torch that sees a GPU. The programs, ferret-run and the
+// script are found beside this executable, so the build folder may be carried
+// to a GPU machine at another path. Each case runs in its own folder under
+// $FERRET_GPU_TEST_OUTPUT (kept) or under a temporary folder (removed when
+// every case passes). Doctest's options apply (e.g. -tc="ops*").
+#define DOCTEST_CONFIG_IMPLEMENT
+#include <doctest/doctest.h>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "trace_check.hpp"
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+constexpr std::int64_t mebibyte = 1 << 20;
+constexpr auto program_time_limit = std::chrono::minutes(2);  // PyTorch: ~30 s
+
+// Facts main() establishes before any case runs.
+struct test_setup {
+  fs::path programs;        // the folder of this executable: bin/ of the build
+  fs::path outputs;         // each case's folder goes here
+  std::string device_name;  // of device 0, as the driver names it
+};
+test_setup setup;
+
+// ---------------------------------------------------------------------------
+// Is there a GPU? Asked of the driver directly: no CUDA runtime in this process.
+
+std::optional<std::string> gpu_unusable_reason(std::string& device_name) {
+  void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (driver == nullptr) return fmt::format("no NVIDIA driver ({})", dlerror());
+  using init_function = int (*)(unsigned);
+  using count_function = int (*)(int*);
+  using device_function = int (*)(int*, int);
+  using name_function = int (*)(char*, int, int);
+  const auto init = reinterpret_cast<init_function>(dlsym(driver, "cuInit"));
+  const auto count = reinterpret_cast<count_function>(dlsym(driver, "cuDeviceGetCount"));
+  const auto get_device = reinterpret_cast<device_function>(dlsym(driver, "cuDeviceGet"));
+  const auto get_name = reinterpret_cast<name_function>(dlsym(driver, "cuDeviceGetName"));
+  if (init == nullptr || count == nullptr || get_device == nullptr || get_name == nullptr)
+    return std::string{"libcuda.so.1 lacks cuInit, cuDeviceGetCount, cuDeviceGet or cuDeviceGetName"};
+  if (const int status = init(0); status != 0)
+    return fmt::format("cuInit failed with CUresult {}", status);
+  int devices = 0;
+  if (const int status = count(&devices); status != 0)
+    return fmt::format("cuDeviceGetCount failed with CUresult {}", status);
+  if (devices == 0) return std::string{"the driver reports no CUDA device"};
+  int device = 0;
+  char name[256] = {};
+  if (get_device(&device, 0) != 0 || get_name(name, sizeof name, device) != 0)
+    return std::string{"cannot read the name of CUDA device 0"};
+  device_name = name;
+  return std::nullopt;
+}
+
+std::optional<std::string> torch_unusable_reason() {
+  FILE* probe = popen(
+      "python3 -c 'import torch; assert torch.cuda.is_available(), \"torch sees no GPU\"' 2>&1", "r");
+  if (probe == nullptr) return std::string{"cannot start python3"};
+  std::string output, last_line;
+  char chunk[512];
+  while (std::fgets(chunk, sizeof chunk, probe) != nullptr) output += chunk;
+  const int status = pclose(probe);
+  if (status == 0) return std::nullopt;
+  std::istringstream lines{output};
+  for (std::string line; std::getline(lines, line);)
+    if (!line.empty()) last_line = line;
+  return fmt::format("python3 cannot use torch on the GPU ({})",
+                     last_line.empty() ? fmt::format("status {}", status) : last_line);
+}
+
+// ---------------------------------------------------------------------------
+// Running a program in its own folder, with a controlled environment.
+
+struct program_run {
+  int exit_code = -1;  // -signal when killed by one
+  std::string out, err;
+  pid_t pid = 0;
+  fs::path directory;
+  fs::path trace() const { return directory / "trace.json"; }
+
+  /// What the program says the trace must show: its line "expected {json}".
+  json expected() const {
+    std::istringstream lines{out};
+    for (std::string line; std::getline(lines, line);)
+      if (line.rfind("expected ", 0) == 0) return json::parse(line.substr(9));
+    FAIL("no line \"expected {...}\" on the program's stdout");
+    return {};
+  }
+};
+
+std::string slurp(const fs::path& path) {
+  std::ifstream in{path};
+  return std::string{std::istreambuf_iterator<char>{in}, std::istreambuf_iterator<char>{}};
+}
+
+fs::path program(const std::string& name) { return setup.programs / name; }
+
+using environment = std::vector<std::pair<std::string, std::string>>;
+
+// Both outputs, into trace.json in the program's folder and on stderr.
+environment traced() {
+  return {{"FERRET_BACKEND", "chrome,summary"}, {"FERRET_OUTPUT", "trace.json"},
+          {"FERRET_VERBOSE", "1"}};
+}
+
+program_run run_program(const std::string& case_name, const std::vector<std::string>& command,
+                        const environment& variables) {
+  program_run result;
+  result.directory = setup.outputs / case_name;
+  fs::remove_all(result.directory);
+  fs::create_directories(result.directory);
+  const pid_t child = fork();
+  if (child == 0) {
+    if (chdir(result.directory.c_str()) != 0) _exit(120);
+    const int out = open("stdout", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int err = open("stderr", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (out < 0 || err < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0) _exit(121);
+    for (const char* name : {"FERRET_BACKEND", "FERRET_OUTPUT", "FERRET_BUFFER_SIZE",
+                             "FERRET_FLUSH_INTERVAL", "FERRET_CLOCK", "FERRET_VERBOSE",
+                             "CUDA_INJECTION64_PATH"})
+      unsetenv(name);
+    for (const auto& [name, value] : variables) setenv(name.c_str(), value.c_str(), 1);
+    std::vector<char*> arguments;
+    for (const std::string& word : command) arguments.push_back(const_cast<char*>(word.c_str()));
+    arguments.push_back(nullptr);
+    execvp(arguments[0], arguments.data());
+    std::fprintf(stderr, "cannot run %s\n", arguments[0]);
+    _exit(127);
+  }
+  REQUIRE(child > 0);
+  result.pid = child;
+  int status = 0;
+  const auto deadline = std::chrono::steady_clock::now() + program_time_limit;
+  while (waitpid(child, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(child, SIGKILL);
+      waitpid(child, &status, 0);
+      FAIL_CHECK(command[0] << " ran longer than the limit and was killed");
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+  result.out = slurp(result.directory / "stdout");
+  result.err = slurp(result.directory / "stderr");
+  if (result.exit_code != 0) MESSAGE(command[0] << " failed; stderr:\n" << result.err);
+  return result;
+}
+
+// ---------------------------------------------------------------------------
+// Reading the trace.
+
+json load_trace(const fs::path& path) {
+  std::ifstream in{path};
+  REQUIRE_MESSAGE(in.good(), "no trace at " << path);
+  return json::parse(in);
+}
+
+std::uint64_t gpu_process_id(std::uint64_t device, pid_t host_pid) {
+  return 0x80000000u | (device << 22) | (static_cast<std::uint64_t>(host_pid) & 0x3FFFFFu);
+}
+
+bool on_gpu(const json& event) { return (event.at("pid").get<std::uint64_t>() & 0x80000000u) != 0; }
+
+// Chrome times are microseconds with three decimals: whole nanoseconds.
+std::int64_t nanoseconds(const json& microseconds) {
+  return std::llround(microseconds.get<double>() * 1000.0);
+}
+
+struct span {
+  std::int64_t start, end;  // ns
+  bool contains(const span& inner) const { return start <= inner.start && inner.end <= end; }
+};
+span span_of(const json& complete_event) {
+  const std::int64_t start = nanoseconds(complete_event.at("ts"));
+  return {start, start + nanoseconds(complete_event.at("dur"))};
+}
+
+template <typename Predicate>
+std::vector<const json*> events_where(const json& trace, Predicate predicate) {
+  std::vector<const json*> found;
+  for (const json& event : trace.at("traceEvents"))
+    if (predicate(event)) found.push_back(&event);
+  std::stable_sort(found.begin(), found.end(), [](const json* a, const json* b) {
+    return a->value("ts", 0.0) < b->value("ts", 0.0);
+  });
+  return found;
+}
+
+// Kernels, copies and memsets (X events on GPU processes) of one category.
+std::vector<const json*> gpu_operations(const json& trace, const std::string& category) {
+  return events_where(trace, [&](const json& e) {
+    return e.value("ph", "") == "X" && on_gpu(e) && e.value("cat", "") == category;
+  });
+}
+
+// Host regions (X events of the process) named `name`.
+std::vector<const json*> host_regions(const json& trace, pid_t host_pid, const std::string& name) {
+  return events_where(trace, [&](const json& e) {
+    return e.value("ph", "") == "X" && e.at("pid") == host_pid && e.value("name", "") == name;
+  });
+}
+
+const json& args_of(const json& event) { return event.at("args"); }
+
+// The launching call named in "launch" starts with one of `prefixes` (the
+// collector may report the runtime or the driver call, with or without a
+// version suffix).
+bool launched_by(const json& event, std::initializer_list<const char*> prefixes) {
+  const json& args = args_of(event);
+  if (!args.contains("launch")) return false;
+  const std::string launch = args.at("launch").get<std::string>();
+  return std::any_of(prefixes.begin(), prefixes.end(),
+                     [&](const char* prefix) { return launch.rfind(prefix, 0) == 0; });
+}
+
+std::string describe(const json* event) { return event == nullptr ? "none" : event->dump(); }
+
+// Keys that occur more than once in the trace's top-level "metadata" object
+// (a JSON reader silently keeps one of them).
+std::vector<std::string> duplicate_metadata_keys(const fs::path& path) {
+  std::ifstream in{path};
+  std::string root_key;
+  std::set<std::string> seen;
+  std::vector<std::string> duplicates;
+  // Only the keys matter: everything below the root's members is dropped.
+  const json skeleton = json::parse(in, [&](int depth, json::parse_event_t event, json& parsed) {
+    if (event != json::parse_event_t::key) return depth < 2;
+    if (depth == 1) root_key = parsed.get<std::string>();
+    if (depth == 2 && root_key == "metadata" && !seen.insert(parsed.get<std::string>()).second)
+      duplicates.push_back(parsed.get<std::string>());
+    return true;
+  });
+  CHECK(skeleton.contains("metadata"));
+  return duplicates;
+}
+
+// ---------------------------------------------------------------------------
+// What every trace of a GPU program satisfies, whatever the program ran.
+// Returns, for each GPU operation, the "s" event of its launch flow.
+
+std::map<const json*, const json*> check_common(const json& trace, const fs::path& path,
+                                                pid_t host_pid) {
+  const auto report = ferret::trace_check::check_file(path.string());
+  for (const auto& error : report.errors) MESSAGE(error);
+  CHECK(report.ok());
+  const json& metadata = report.metadata;
+  REQUIRE(metadata.is_object());
+  for (const std::string& key : duplicate_metadata_keys(path))
+    FAIL_CHECK("metadata key \"" << key << "\" occurs more than once");
+  CHECK(metadata.value("events-dropped", -1) == 0);
+  CHECK(metadata.value("gpu-operations", -1) > 0);
+  CHECK(metadata.value("gpu-operations-without-launch", -1) == 0);
+
+  // Device 0's process: its name and place.
+  const std::uint64_t gpu0 = gpu_process_id(0, host_pid);
+  REQUIRE(report.process_names.count(gpu0) == 1);
+  CHECK(report.process_names.at(gpu0) == "GPU 0: " + setup.device_name);
+  std::map<std::uint64_t, json> process_sort_index;
+  std::map<std::pair<std::uint64_t, std::uint64_t>, json> thread_sort_index;
+  for (const json& event : trace.at("traceEvents")) {
+    if (event.value("ph", "") != "M") continue;
+    const auto pid = event.at("pid").get<std::uint64_t>();
+    if (event.value("name", "") == "process_sort_index")
+      process_sort_index[pid] = event.at("args").at("sort_index");
+    if (event.value("name", "") == "thread_sort_index")
+      thread_sort_index[{pid, event.at("tid").get<std::uint64_t>()}] = event.at("args").at("sort_index");
+  }
+  CHECK(process_sort_index[gpu0] == 1000);
+
+  // Every operation: on its device's process, on its stream's track.
+  std::vector<const json*> operations;
+  for (const char* category : {"kernel", "memcpy", "memset"})
+    for (const json* op : gpu_operations(trace, category)) operations.push_back(op);
+  CHECK(!operations.empty());
+  for (const json* op : operations) {
+    CAPTURE(describe(op));
+    const json& args = args_of(*op);
+    const auto device = args.at("device").get<std::uint64_t>();
+    const auto stream = args.at("stream").get<std::uint64_t>();
+    const auto pid = op->at("pid").get<std::uint64_t>();
+    const auto tid = op->at("tid").get<std::uint64_t>();
+    CHECK(pid == gpu_process_id(device, host_pid));
+    CHECK(tid == stream + 1);
+    const auto track = std::make_pair(pid, tid);
+    CHECK(report.thread_names.count(track) == 1);
+    if (report.thread_names.count(track) == 1)
+      CHECK(report.thread_names.at(track) == fmt::format("stream {}", stream));
+    CHECK(thread_sort_index[track] == stream);
+    CHECK(args.at("correlation").get<std::uint64_t>() > 0);
+    if (op->at("cat") == "memcpy") {
+      CHECK(op->at("name") == "Memcpy " + args.at("kind").get<std::string>());
+      // Small copies take too little time for a rate worth comparing.
+      if (args.at("bytes").get<std::int64_t>() >= 64 * 1024) {
+        const double bytes_per_ns = args.at("bytes").get<double>() /
+                                    static_cast<double>(nanoseconds(op->at("dur")));
+        CHECK(args.at("GB/s").get<double>() == doctest::Approx(bytes_per_ns).epsilon(0.01));
+      }
+    }
+    if (op->at("cat") == "memset") CHECK(op->at("name") == "Memset");
+  }
+
+  // Launch flows: one "f" bound to the start of each operation, one "s" on
+  // the host for each "f", ids unique.
+  std::multimap<std::tuple<std::uint64_t, std::uint64_t, std::int64_t>, const json*> flow_ends;
+  std::multimap<std::string, const json*> flow_starts;
+  std::size_t flow_end_count = 0;
+  for (const json& event : trace.at("traceEvents")) {
+    const std::string phase = event.value("ph", "");
+    if (phase == "f") {
+      ++flow_end_count;
+      flow_ends.emplace(std::make_tuple(event.at("pid").get<std::uint64_t>(),
+                                        event.at("tid").get<std::uint64_t>(),
+                                        nanoseconds(event.at("ts"))),
+                        &event);
+    } else if (phase == "s") {
+      flow_starts.emplace(event.at("id").dump(), &event);
+    }
+  }
+  CHECK(flow_end_count == operations.size());
+  CHECK(flow_starts.size() == operations.size());
+  std::map<const json*, const json*> launch_of;
+  std::set<std::string> flow_ids;
+  for (const json* op : operations) {
+    CAPTURE(describe(op));
+    const auto ends = flow_ends.equal_range(std::make_tuple(
+        op->at("pid").get<std::uint64_t>(), op->at("tid").get<std::uint64_t>(),
+        nanoseconds(op->at("ts"))));
+    REQUIRE(std::distance(ends.first, ends.second) == 1);
+    const json& end = *ends.first->second;
+    CHECK(end.value("cat", "") == "launch");
+    CHECK(end.value("name", "") == "launch");
+    CHECK(end.value("bp", "") == "e");
+    const std::string id = end.at("id").dump();
+    CHECK(flow_ids.insert(id).second);
+    const auto starts = flow_starts.equal_range(id);
+    REQUIRE(std::distance(starts.first, starts.second) == 1);
+    const json& start = *starts.first->second;
+    CHECK(start.value("cat", "") == "launch");
+    CHECK(start.value("name", "") == "launch");
+    CHECK(start.at("pid") == host_pid);
+    launch_of[op] = &start;
+  }
+  return launch_of;
+}
+
+// True when no two GPU operations share a correlation id: each API call of the
+// test programs starts one operation.
+bool correlations_distinct(const json& trace) {
+  std::set<std::uint64_t> correlations;
+  std::size_t operations = 0;
+  for (const char* category : {"kernel", "memcpy", "memset"})
+    for (const json* op : gpu_operations(trace, category)) {
+      ++operations;
+      correlations.insert(args_of(*op).at("correlation").get<std::uint64_t>());
+    }
+  return correlations.size() == operations;
+}
+
+// The values of the "allocated memory" counter of one memory kind, in time order.
+std::vector<std::int64_t> allocated_memory(const json& trace, std::uint64_t gpu_pid,
+                                           const std::string& memory) {
+  std::vector<std::int64_t> values;
+  for (const json* event : events_where(trace, [&](const json& e) {
+         return e.value("ph", "") == "C" && e.at("pid") == gpu_pid &&
+                e.value("name", "") == "allocated memory";
+       })) {
+    CAPTURE(describe(event));
+    const json& args = args_of(*event);
+    CHECK(args.size() == 1);
+    if (args.contains(memory)) values.push_back(args.at(memory).get<std::int64_t>());
+  }
+  return values;
+}
+
+// ---------------------------------------------------------------------------
+// The summary on stderr.
+
+const std::vector<std::string> summary_headings{
+    "GPU time by calling context", "Kernels", "Copies", "Device-to-device bytes",
+    "Data objects", "Memory", "Host regions"};
+
+struct summary_report {
+  std::string first_line;
+  std::map<std::string, std::vector<std::string>> sections;  // heading -> its lines
+  std::vector<std::string> loss_lines;
+
+  bool has(const std::string& heading) const { return sections.count(heading) == 1; }
+  const std::vector<std::string>& rows(const std::string& heading) const {
+    static const std::vector<std::string> none;
+    const auto it = sections.find(heading);
+    return it == sections.end() ? none : it->second;
+  }
+};
+
+std::string trimmed_right(std::string line) {
+  while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) line.pop_back();
+  return line;
+}
+
+summary_report parse_summary(const std::string& err) {
+  std::vector<std::string> lines;
+  std::istringstream in{err};
+  for (std::string line; std::getline(in, line);) lines.push_back(trimmed_right(line));
+  summary_report summary;
+  const auto first = std::find_if(lines.begin(), lines.end(), [](const std::string& line) {
+    return line.rfind("ferret summary: ", 0) == 0;
+  });
+  if (first == lines.end()) return summary;
+  summary.first_line = *first;
+  // Each heading at most once, in this order; a section ends at the next
+  // heading, a loss line, a runtime message or the end.
+  std::vector<std::pair<std::size_t, std::string>> starts;
+  std::size_t from = static_cast<std::size_t>(first - lines.begin()) + 1;
+  for (const std::string& heading : summary_headings)
+    for (std::size_t i = from; i < lines.size(); ++i)
+      if (lines[i].rfind(heading, 0) == 0) {
+        starts.emplace_back(i, heading);
+        from = i + 1;
+        break;
+      }
+  for (std::size_t i = static_cast<std::size_t>(first - lines.begin()); i < lines.size(); ++i)
+    if (lines[i].rfind("Losses:", 0) == 0) summary.loss_lines.push_back(lines[i]);
+  for (std::size_t s = 0; s < starts.size(); ++s) {
+    const std::size_t end = s + 1 < starts.size() ? starts[s + 1].first : lines.size();
+    auto& rows = summary.sections[starts[s].second];
+    for (std::size_t i = starts[s].first + 1; i < end; ++i) {
+      if (lines[i].rfind("Losses:", 0) == 0 || lines[i].rfind("ferret: ", 0) == 0) break;
+      if (!lines[i].empty()) rows.push_back(lines[i]);
+    }
+  }
+  return summary;
+}
+
+std::vector<std::string> words(const std::string& line) {
+  std::istringstream in{line};
+  std::vector<std::string> found;
+  for (std::string word; in >> word;) found.push_back(word);
+  return found;
+}
+
+std::size_t occurrences(const std::string& text, const std::string& needle) {
+  std::size_t count = 0;
+  for (auto at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++count;
+  return count;
+}
+
+// Table rows whose last column (the name) is `name`. Columns are separated by
+// at least two spaces; names may hold single ones.
+std::vector<std::string> rows_named(const std::vector<std::string>& rows, const std::string& name) {
+  const std::string column = "  " + name;
+  std::vector<std::string> found;
+  for (const std::string& row : rows)
+    if (row.size() >= column.size() &&
+        row.compare(row.size() - column.size(), column.size(), column) == 0)
+      found.push_back(row);
+  return found;
+}
+
+// The columns of a row before its name (the last column).
+std::vector<std::string> columns_before(const std::string& row, const std::string& name) {
+  return words(row.substr(0, row.size() - name.size()));
+}
+
+// The one row named `name` in `rows`, checked to be the only one; "" if none.
+std::string row_named(const std::vector<std::string>& rows, const std::string& name) {
+  const auto found = rows_named(rows, name);
+  CHECK_MESSAGE(found.size() == 1, "rows named \"" << name << "\": " << found.size());
+  return found.size() == 1 ? found[0] : std::string{};
+}
+
+// The row of the Copies table for one direction ("HtoD"), or "".
+std::string copies_row(const summary_report& summary, const std::string& direction) {
+  for (const std::string& row : summary.rows("Copies")) {
+    const auto columns = words(row);
+    if (!columns.empty() && columns[0] == direction) return row;
+  }
+  return {};
+}
+
+// The first line names the program and counts what the chrome trace counts;
+// nothing was lost; every line ferret printed is one it prints on success.
+summary_report check_summary_basics(const program_run& run, const std::string& executable_pattern,
+                                    const json& trace, const std::vector<std::string>& sections) {
+  const summary_report summary = parse_summary(run.err);
+  CAPTURE(run.err);
+  const std::regex first_line{"ferret summary: (" + executable_pattern +
+                              R"() \(pid ([0-9]+)\), ([0-9.]+) s, ([0-9]+) GPU operations)"};
+  std::smatch match;
+  REQUIRE(std::regex_match(summary.first_line, match, first_line));
+  CHECK(std::stol(match[2].str()) == run.pid);
+  CHECK(std::stod(match[3].str()) > 0.0);
+  CHECK(std::stoll(match[4].str()) == trace.at("metadata").value("gpu-operations", -1));
+  CHECK(summary.loss_lines.empty());
+  for (const std::string& heading : sections)
+    CHECK_MESSAGE(summary.has(heading), "no section \"" << heading << "\"");
+  std::istringstream lines{run.err};
+  for (std::string line; std::getline(lines, line);)
+    if (line.rfind("ferret: ", 0) == 0)
+      CHECK_MESSAGE((line.rfind("ferret: chrome trace: ", 0) == 0 ||
+                     line.rfind("ferret: summary", 0) == 0),
+                    "unexpected message: " << line);
+  return summary;
+}
+
+std::vector<std::string> command_through_ferret_run(std::vector<std::string> command) {
+  std::vector<std::string> full{program("ferret-run").string(), "--output", "trace.json", "--"};
+  full.insert(full.end(), command.begin(), command.end());
+  return full;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+
+TEST_CASE("ops: copies, memset, kernel, allocations and sync, exactly as the program did them") {
+  // Doctest runs this body once per subcase: the program runs, and the common
+  // checks report, only the first time.
+  static const program_run run = run_program("ops", {program("gpu-test-ops").string()}, traced());
+  REQUIRE(run.exit_code == 0);
+  static const json expected = run.expected();
+  static const json trace = load_trace(run.trace());
+  static const auto launch_of = [] {
+    CHECK(correlations_distinct(trace));
+    return check_common(trace, run.trace(), run.pid);
+  }();
+  const std::uint64_t gpu0 = gpu_process_id(0, run.pid);
+
+  std::map<std::string, span> regions;
+  for (const char* name : {"setup", "compute", "readback"}) {
+    const auto found = host_regions(trace, run.pid, name);
+    REQUIRE_MESSAGE(found.size() == 1, "host region " << name);
+    CHECK(found[0]->at("tid") == run.pid);  // the main thread
+    regions[name] = span_of(*found[0]);
+  }
+  // The operation's launch happened on the main thread inside the region its
+  // context names.
+  const auto check_launch = [&](const json* op, const std::string& region) {
+    CHECK(args_of(*op).value("context", "") == region);
+    const json* launch = launch_of.at(op);
+    CHECK(launch->at("tid") == run.pid);
+    const std::int64_t launched = nanoseconds(launch->at("ts"));
+    CHECK(regions.at(region).contains({launched, launched}));
+  };
+
+  const auto copies = gpu_operations(trace, "memcpy");
+  const auto memsets = gpu_operations(trace, "memset");
+  const auto kernels = gpu_operations(trace, "kernel");
+  REQUIRE(copies.size() == 2);
+  REQUIRE(memsets.size() == 1);
+  REQUIRE(kernels.size() == 1);
+  const json* to_device = copies[0];
+  const json* to_host = copies[1];
+  const json* memset = memsets[0];
+  const json* kernel = kernels[0];
+  // The default stream: one track for all four.
+  for (const json* op : {to_host, memset, kernel}) CHECK(op->at("tid") == to_device->at("tid"));
+
+  SUBCASE("host to device copy into A") {
+    CAPTURE(describe(to_device));
+    const json& args = args_of(*to_device);
+    CHECK(to_device->at("name") == "Memcpy HtoD");
+    CHECK(args.at("bytes") == mebibyte);
+    CHECK(args.at("kind") == "HtoD");
+    CHECK(args.at("source device") == "host");
+    CHECK(args.at("destination device") == 0);
+    CHECK(args.value("source object", "") == "host x");
+    CHECK(args.value("destination object", "") == "A");
+    CHECK(launched_by(*to_device, {"cudaMemcpy", "cuMemcpy"}));
+    check_launch(to_device, "setup");
+    // cudaMemcpy from pageable memory returns when the copy is done.
+    CHECK(regions.at("setup").contains(span_of(*to_device)));
+  }
+  SUBCASE("memset of B, an anonymous allocation") {
+    CAPTURE(describe(memset));
+    const json& args = args_of(*memset);
+    CHECK(args.at("bytes") == mebibyte);
+    CHECK(args.value("object", "") == "cudaMalloc@setup");
+    CHECK(args.at("memory") == "device");
+    CHECK(launched_by(*memset, {"cudaMemset", "cuMemset"}));
+    check_launch(memset, "setup");
+    CHECK(span_of(*memset).start > span_of(*to_device).end);
+  }
+  SUBCASE("kernel: name, geometry and the attributes the CUDA runtime reports") {
+    CAPTURE(describe(kernel));
+    CAPTURE(expected.dump());
+    const json& args = args_of(*kernel);
+    CHECK(kernel->at("name") == "saxpy(int, float, float const*, float*)");
+    CHECK(args.at("grid") == json::array({512, 2, 1}));
+    CHECK(args.at("block") == json::array({128, 2, 1}));
+    for (const char* attribute : {"registers per thread", "static shared memory",
+                                  "dynamic shared memory", "local memory per thread"})
+      CHECK_MESSAGE(args.at(attribute) == expected.at(attribute), attribute);
+    CHECK(args.at("theoretical occupancy").get<double>() ==
+          doctest::Approx(expected.at("theoretical occupancy").get<double>()).epsilon(0.001));
+    CHECK(launched_by(*kernel, {"cudaLaunchKernel", "cuLaunchKernel"}));
+    check_launch(kernel, "compute");
+    CHECK(span_of(*kernel).start > span_of(*memset).start);
+  }
+  SUBCASE("device to host copy out of B") {
+    CAPTURE(describe(to_host));
+    const json& args = args_of(*to_host);
+    CHECK(to_host->at("name") == "Memcpy DtoH");
+    CHECK(args.at("bytes") == mebibyte);
+    CHECK(args.at("kind") == "DtoH");
+    CHECK(args.at("source device") == 0);
+    CHECK(args.at("destination device") == "host");
+    CHECK(args.value("source object", "") == "cudaMalloc@setup");
+    CHECK(args.value("destination object", "") == "host y");
+    CHECK(launched_by(*to_host, {"cudaMemcpy", "cuMemcpy"}));
+    check_launch(to_host, "readback");
+    CHECK(regions.at("readback").contains(span_of(*to_host)));
+    CHECK(span_of(*to_host).start >= span_of(*kernel).end);
+  }
+  SUBCASE("allocated device memory: A, B, then both freed") {
+    CHECK(allocated_memory(trace, gpu0, "device") ==
+          std::vector<std::int64_t>{mebibyte, 2 * mebibyte, mebibyte, 0});
+  }
+  SUBCASE("cudaDeviceSynchronize: a context synchronization inside readback") {
+    const auto begins = events_where(trace, [&](const json& e) {
+      return e.value("ph", "") == "b" && e.at("pid") == gpu0 && e.value("cat", "") == "sync" &&
+             e.value("name", "") == "context synchronization";
+    });
+    REQUIRE(begins.size() == 1);
+    const json& begin = *begins[0];
+    CAPTURE(describe(&begin));
+    CHECK(args_of(begin).value("context", "") == "readback");
+    CHECK(launched_by(begin, {"cudaDeviceSynchronize", "cuCtxSynchronize"}));
+    const auto ends = events_where(trace, [&](const json& e) {
+      return e.value("ph", "") == "e" && e.at("pid") == gpu0 && e.value("cat", "") == "sync" &&
+             e.contains("id") && e.at("id") == begin.at("id");
+    });
+    REQUIRE(ends.size() == 1);
+    CHECK(regions.at("readback").contains(
+        {nanoseconds(begin.at("ts")), nanoseconds(ends[0]->at("ts"))}));
+  }
+  SUBCASE("summary") {
+    const summary_report summary =
+        check_summary_basics(run, "gpu-test-ops", trace, summary_headings);
+    CAPTURE(run.err);
+    // Per calling context: the kernel in compute, 1 MiB copied and 1 MiB set
+    // in setup, 1 MiB copied in readback.
+    const auto& contexts = summary.rows("GPU time by calling context");
+    const std::string compute = row_named(contexts, "compute");
+    REQUIRE(!compute.empty());
+    CHECK(columns_before(compute, "compute").at(1) == "1");
+    CHECK(occurrences(row_named(contexts, "setup"), "1.0 MiB") == 2);
+    CHECK(occurrences(row_named(contexts, "readback"), "1.0 MiB") == 1);
+
+    const std::string kernel_name = "saxpy(int, float, float const*, float*)";
+    const std::string kernel_row = row_named(summary.rows("Kernels"), kernel_name);
+    REQUIRE(!kernel_row.empty());
+    const auto kernel_columns = columns_before(kernel_row, kernel_name);
+    CHECK(kernel_columns.at(0) == "1");
+    const std::string registers = expected.at("registers per thread").dump();
+    CHECK(std::count(kernel_columns.begin(), kernel_columns.end(), registers) >= 1);
+
+    for (const char* direction : {"HtoD", "DtoH"}) {
+      const std::string row = copies_row(summary, direction);
+      CAPTURE(direction);
+      REQUIRE(!row.empty());
+      CHECK(words(row).at(1) == "1");
+      CHECK(occurrences(row, "1.0 MiB") == 1);
+    }
+    CHECK(copies_row(summary, "DtoD").empty());
+
+    const auto& matrix = summary.rows("Device-to-device bytes");
+    const auto host_row = std::find_if(matrix.begin(), matrix.end(), [](const std::string& row) {
+      return !words(row).empty() && words(row)[0] == "host";
+    });
+    REQUIRE(host_row != matrix.end());
+    CHECK(occurrences(*host_row, "1.0 MiB") == 1);
+
+    const auto& objects = summary.rows("Data objects");
+    CHECK(occurrences(row_named(objects, "A"), "1.0 MiB") == 1);
+    CHECK(occurrences(row_named(objects, "cudaMalloc@setup (auto)"), "1.0 MiB") == 2);
+
+    const auto& memory = summary.rows("Memory");
+    const auto device_row = std::find_if(memory.begin(), memory.end(), [](const std::string& row) {
+      const auto columns = words(row);
+      return columns.size() > 3 && columns[0] == "GPU" && columns[1] == "0" && columns[2] == "device";
+    });
+    REQUIRE(device_row != memory.end());
+    const auto memory_columns = words(*device_row);
+    CHECK(memory_columns.at(3) == "2");                // allocations
+    CHECK(occurrences(*device_row, "2.0 MiB") == 2);  // allocated, peak live
+
+    const auto& host = summary.rows("Host regions");
+    for (const std::string name : {"setup", "compute", "readback"}) {
+      const std::string row = row_named(host, name);
+      if (!row.empty()) CHECK(columns_before(row, name).at(0) == "1");
+    }
+  }
+}
+
+TEST_CASE("overlap: kernels of two streams on two tracks, at the same time") {
+  const program_run run = run_program("overlap", {program("gpu-test-overlap").string()}, traced());
+  REQUIRE(run.exit_code == 0);
+  const auto spin_ns = run.expected().at("spin ns").get<std::int64_t>();
+  const json trace = load_trace(run.trace());
+  check_common(trace, run.trace(), run.pid);
+  CHECK(correlations_distinct(trace));
+  check_summary_basics(run, "gpu-test-overlap", trace,
+                       {"GPU time by calling context", "Kernels", "Host regions"});
+
+  std::vector<const json*> spinning;
+  for (const json* kernel : gpu_operations(trace, "kernel")) {
+    CHECK(kernel->at("name") == "spin_for(unsigned long long)");
+    if (args_of(*kernel).value("context", "") == "overlap") spinning.push_back(kernel);
+  }
+  REQUIRE(spinning.size() == 2);
+  CHECK(spinning[0]->at("tid") != spinning[1]->at("tid"));
+  const span first = span_of(*spinning[0]), second = span_of(*spinning[1]);
+  for (const span& kernel : {first, second}) {
+    CHECK(kernel.end - kernel.start >= spin_ns * 95 / 100);
+    CHECK(kernel.end - kernel.start < spin_ns * 10);
+  }
+  const std::int64_t overlap = std::min(first.end, second.end) - std::max(first.start, second.start);
+  CHECK(overlap >= spin_ns / 2);
+  std::printf("overlap: kernels of %.3f and %.3f ms on two streams overlapped for %.3f ms\n",
+              static_cast<double>(first.end - first.start) / 1e6,
+              static_cast<double>(second.end - second.start) / 1e6,
+              static_cast<double>(overlap) / 1e6);
+}
+
+TEST_CASE("clock alignment: every kernel lies inside the host region around its launch and sync") {
+  const program_run run =
+      run_program("clock-alignment", {program("gpu-test-clock-alignment").string()}, traced());
+  REQUIRE(run.exit_code == 0);
+  const auto trials = run.expected().at("trials").get<std::size_t>();
+  const json trace = load_trace(run.trace());
+  const auto launch_of = check_common(trace, run.trace(), run.pid);
+  CHECK(correlations_distinct(trace));
+  check_summary_basics(run, "gpu-test-clock-alignment", trace,
+                       {"GPU time by calling context", "Kernels", "Host regions"});
+
+  const auto brackets = host_regions(trace, run.pid, "bracket");
+  std::vector<const json*> kernels;
+  for (const json* kernel : gpu_operations(trace, "kernel")) {
+    CHECK(kernel->at("name") == "empty_kernel()");
+    if (args_of(*kernel).value("context", "") == "bracket") kernels.push_back(kernel);
+  }
+  REQUIRE(brackets.size() == trials);
+  REQUIRE(kernels.size() == trials);
+  // Both in time order: the i-th kernel belongs to the i-th bracket.
+  std::vector<double> start_margins_us, end_margins_us;
+  std::size_t outside = 0;
+  for (std::size_t i = 0; i < trials; ++i) {
+    const span bracket = span_of(*brackets[i]);
+    const span kernel = span_of(*kernels[i]);
+    const std::int64_t launched = nanoseconds(launch_of.at(kernels[i])->at("ts"));
+    CHECK(bracket.contains({launched, launched}));
+    start_margins_us.push_back(static_cast<double>(kernel.start - bracket.start) / 1000.0);
+    end_margins_us.push_back(static_cast<double>(bracket.end - kernel.end) / 1000.0);
+    if (!bracket.contains(kernel)) {
+      ++outside;
+      MESSAGE("kernel " << i << " sticks out of its bracket: start margin "
+                        << start_margins_us.back() << " us, end margin " << end_margins_us.back()
+                        << " us");
+    }
+  }
+  CHECK(outside == 0);
+  const auto minimum_and_median = [](std::vector<double> values) {
+    std::sort(values.begin(), values.end());
+    return std::make_pair(values.front(), values[values.size() / 2]);
+  };
+  const auto [start_min, start_median] = minimum_and_median(start_margins_us);
+  const auto [end_min, end_median] = minimum_and_median(end_margins_us);
+  std::printf(
+      "clock alignment: %zu kernels, %zu outside their bracket; margin kernel start - bracket "
+      "start: min %.3f us, median %.3f us; bracket end - kernel end: min %.3f us, median %.3f us\n",
+      trials, outside, start_min, start_median, end_min, end_median);
+}
+
+TEST_CASE("unannotated program through ferret-run") {
+  const program_run run = run_program(
+      "unannotated", command_through_ferret_run({program("gpu-test-unannotated").string()}),
+      {{"FERRET_VERBOSE", "1"}});
+  REQUIRE(run.exit_code == 0);
+  const json trace = load_trace(run.trace());
+  check_common(trace, run.trace(), run.pid);
+  CHECK(correlations_distinct(trace));
+
+  const auto kernels = gpu_operations(trace, "kernel");
+  REQUIRE(kernels.size() == 1);
+  CHECK(kernels[0]->at("name") == "add(int, float const*, float*)");
+  CHECK(!args_of(*kernels[0]).contains("context"));  // no regions
+  CHECK(launched_by(*kernels[0], {"cudaLaunchKernel", "cuLaunchKernel"}));
+  const auto copies = gpu_operations(trace, "memcpy");
+  REQUIRE(copies.size() == 3);
+  for (std::size_t i = 0; i < copies.size(); ++i) {
+    CAPTURE(describe(copies[i]));
+    const json& args = args_of(*copies[i]);
+    const bool to_device = i < 2;
+    CHECK(args.at("kind") == (to_device ? "HtoD" : "DtoH"));
+    CHECK(args.at("bytes") == mebibyte);
+    CHECK(!args.contains("context"));
+    CHECK(launched_by(*copies[i], {"cudaMemcpy", "cuMemcpy"}));
+    // Anonymous allocations outside any region are named after the call alone;
+    // the host vectors are no data objects.
+    CHECK(args.value(to_device ? "destination object" : "source object", "") == "cudaMalloc");
+    CHECK(!args.contains(to_device ? "source object" : "destination object"));
+  }
+  CHECK(allocated_memory(trace, gpu_process_id(0, run.pid), "device") ==
+        std::vector<std::int64_t>{mebibyte, 2 * mebibyte, mebibyte, 0});
+
+  const summary_report summary = check_summary_basics(
+      run, "gpu-test-unannotated", trace,
+      {"GPU time by calling context", "Kernels", "Copies", "Device-to-device bytes",
+       "Data objects", "Memory"});
+  CAPTURE(run.err);
+  row_named(summary.rows("GPU time by calling context"), "(no region)");
+  const std::string to_device = copies_row(summary, "HtoD");
+  REQUIRE(!to_device.empty());
+  CHECK(words(to_device).at(1) == "2");
+  CHECK(occurrences(to_device, "2.0 MiB") == 1);
+  CHECK(rows_named(summary.rows("Data objects"), "cudaMalloc (auto)").size() == 2);
+}
+
+TEST_CASE("example cuda-streams: chunks through four streams, overlapping") {
+  const program_run run = run_program("cuda-streams", {program("cuda-streams").string()}, traced());
+  REQUIRE(run.exit_code == 0);
+  CHECK(run.out.find("results correct") != std::string::npos);
+  const json trace = load_trace(run.trace());
+  check_common(trace, run.trace(), run.pid);
+  CHECK(correlations_distinct(trace));
+  const std::uint64_t gpu0 = gpu_process_id(0, run.pid);
+  // Defaults: 2^24 floats in 8 chunks of 8 MiB over 4 streams.
+  constexpr std::int64_t chunk_bytes = 8 * mebibyte;
+  const std::string chunk_context = "main/enqueue_chunks/enqueue chunk";
+
+  std::vector<const json*> saxpy, sum;
+  for (const json* kernel : gpu_operations(trace, "kernel")) {
+    const std::string name = kernel->at("name").get<std::string>();
+    const std::string context = args_of(*kernel).value("context", "");
+    if (name == "(anonymous namespace)::saxpy_repeated(unsigned long, float, float const*, float*, int)" &&
+        context == chunk_context)
+      saxpy.push_back(kernel);
+    else if (name == "(anonymous namespace)::sum(unsigned long, float const*, unsigned long long*)" &&
+             context == "main/sum_when_done")
+      sum.push_back(kernel);
+    else
+      FAIL_CHECK("unexpected kernel: " << describe(kernel));
+  }
+  REQUIRE(saxpy.size() == 8);
+  CHECK(sum.size() == 1);
+  std::map<std::uint64_t, int> kernels_per_track;
+  for (const json* kernel : saxpy) ++kernels_per_track[kernel->at("tid").get<std::uint64_t>()];
+  CHECK(kernels_per_track.size() == 4);
+  for (const auto& [track, count] : kernels_per_track) CHECK_MESSAGE(count == 2, "track " << track);
+  std::int64_t longest_overlap = 0;
+  for (std::size_t i = 0; i < saxpy.size(); ++i)
+    for (std::size_t j = i + 1; j < saxpy.size(); ++j)
+      if (saxpy[i]->at("tid") != saxpy[j]->at("tid")) {
+        const span a = span_of(*saxpy[i]), b = span_of(*saxpy[j]);
+        longest_overlap = std::max(longest_overlap, std::min(a.end, b.end) - std::max(a.start, b.start));
+      }
+  CHECK(longest_overlap > 0);
+
+  std::size_t chunks_in = 0, chunks_out = 0, totals_out = 0;
+  for (const json* copy : gpu_operations(trace, "memcpy")) {
+    CAPTURE(describe(copy));
+    const json& args = args_of(*copy);
+    if (args.at("kind") == "HtoD") {
+      ++chunks_in;
+      CHECK(args.at("bytes") == chunk_bytes);
+      CHECK(args.value("source object", "") == "host x");
+      CHECK(args.value("destination object", "") == "x");
+      CHECK(args.value("context", "") == chunk_context);
+    } else if (args.at("bytes") == chunk_bytes) {
+      ++chunks_out;
+      CHECK(args.at("kind") == "DtoH");
+      CHECK(args.value("source object", "") == "y");
+      CHECK(args.value("destination object", "") == "host y");
+      CHECK(args.value("context", "") == chunk_context);
+    } else {
+      ++totals_out;
+      CHECK(args.at("kind") == "DtoH");
+      CHECK(args.at("bytes") == 8);
+      CHECK(args.value("context", "") == "main/sum_when_done");
+    }
+  }
+  CHECK(chunks_in == 8);
+  CHECK(chunks_out == 8);
+  CHECK(totals_out == 1);
+  std::size_t chunk_memsets = 0, total_memsets = 0;
+  for (const json* memset : gpu_operations(trace, "memset")) {
+    CAPTURE(describe(memset));
+    const json& args = args_of(*memset);
+    if (args.at("bytes") == chunk_bytes) {
+      ++chunk_memsets;
+      CHECK(args.value("object", "") == "y");
+    } else {
+      ++total_memsets;
+      CHECK(args.at("bytes") == 8);
+      // The total's device memory is no named object: the runtime named it.
+      CHECK(args.value("object", "") == "cudaMalloc@main/allocate");
+    }
+  }
+  CHECK(chunk_memsets == 8);
+  CHECK(total_memsets == 1);
+
+  const auto synchronizations = [&](const std::string& name) {
+    return events_where(trace, [&](const json& e) {
+      return e.value("ph", "") == "b" && e.at("pid") == gpu0 && e.value("cat", "") == "sync" &&
+             e.value("name", "") == name && args_of(e).value("context", "") == "main/sum_when_done";
+    });
+  };
+  CHECK(synchronizations("stream wait synchronization").size() == 3);
+  CHECK(synchronizations("event synchronization").size() == 1);
+
+  const summary_report summary =
+      check_summary_basics(run, "cuda-streams", trace, summary_headings);
+  CAPTURE(run.err);
+  for (const std::string name : {"x", "y", "host x", "host y"}) row_named(summary.rows("Data objects"), name);
+  const std::string to_device = copies_row(summary, "HtoD");
+  REQUIRE(!to_device.empty());
+  CHECK(words(to_device).at(1) == "8");
+  CHECK(occurrences(to_device, "64.0 MiB") == 1);
+}
+
+TEST_CASE("pytorch: bf16 matrix products through ferret-run") {
+  const program_run run = run_program(
+      "pytorch",
+      command_through_ferret_run({"python3", program("gpu-test-torch-matmul.py").string()}),
+      {{"FERRET_VERBOSE", "1"}});
+  REQUIRE(run.exit_code == 0);
+  const json expected = run.expected();
+  const json trace = load_trace(run.trace());
+  check_common(trace, run.trace(), run.pid);
+
+  // The products all run one kernel (the same shapes); random numbers come first.
+  const auto kernels = gpu_operations(trace, "kernel");
+  const auto products = expected.at("products").get<std::size_t>();
+  CHECK(kernels.size() >= products + 2);
+  std::map<std::string, std::size_t> calls;
+  for (const json* kernel : kernels) {
+    CHECK(args_of(*kernel).contains("launch"));
+    ++calls[kernel->at("name").get<std::string>()];
+  }
+  const auto most_called = std::max_element(
+      calls.begin(), calls.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+  CAPTURE(most_called->first);
+  CHECK(most_called->second >= products);
+  std::size_t result_copies = 0;
+  for (const json* copy : gpu_operations(trace, "memcpy"))
+    if (args_of(*copy).at("kind") == "DtoH" && args_of(*copy).at("bytes") == expected.at("result bytes"))
+      ++result_copies;
+  CHECK(result_copies == 1);
+
+  const summary_report summary = check_summary_basics(
+      run, "python[0-9.]*", trace, {"GPU time by calling context", "Kernels", "Copies", "Memory"});
+  CAPTURE(run.err);
+  row_named(summary.rows("GPU time by calling context"), "(no region)");
+  CHECK(!copies_row(summary, "DtoH").empty());
+}
+
+int main(int argc, char** argv) {
+  std::error_code error;
+  setup.programs = fs::read_symlink("/proc/self/exe", error).parent_path();
+  if (error) {
+    std::printf("gpu_trace_test: cannot read /proc/self/exe: %s\n", error.message().c_str());
+    return 1;
+  }
+  if (const auto reason = gpu_unusable_reason(setup.device_name)) {
+    std::printf("skipped: %s\n", reason->c_str());
+    return 77;
+  }
+  doctest::Context context;
+  context.applyCommandLine(argc, argv);
+  if (!fs::exists(program("cuda-streams"))) {
+    std::printf("skipped: the cuda-streams case: the example was not built (FERRET_BUILD_EXAMPLES)\n");
+    context.addFilter("test-case-exclude", "example cuda-streams*");
+  }
+  if (const auto reason = torch_unusable_reason()) {
+    std::printf("skipped: the pytorch case: %s\n", reason->c_str());
+    context.addFilter("test-case-exclude", "pytorch*");
+  }
+  const char* kept = std::getenv("FERRET_GPU_TEST_OUTPUT");
+  setup.outputs = kept != nullptr && *kept != '\0'
+                      ? fs::absolute(kept)
+                      : fs::temp_directory_path() / fmt::format("ferret-gpu-test-{}", getpid());
+  std::printf("gpu_trace_test: GPU 0 is %s; programs in %s; outputs in %s\n",
+              setup.device_name.c_str(), setup.programs.c_str(), setup.outputs.c_str());
+  std::fflush(stdout);
+  const int failures = context.run();
+  if (context.shouldExit() || kept != nullptr) return failures;
+  if (failures == 0)
+    fs::remove_all(setup.outputs, error);
+  else
+    std::printf("gpu_trace_test: traces and output kept in %s\n", setup.outputs.c_str());
+  return failures;
+}

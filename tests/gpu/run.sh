@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# The GPU pass in one command, for a machine with a GPU:
+#   bash tests/gpu/run.sh [build-dir [benchmark options]]
+# Uses build-dir (default build/gpu) when it holds the GPU test programs (a
+# build carried from another machine); otherwise configures and builds
+# (Release) into build/gpu. Then runs gpu_trace_test directly (CTest files hold
+# the absolute paths of the machine that configured them), then
+# benchmarks/cuda/run.sh when present (with the benchmark options given, by
+# default --quick: the whole pass must fit in one 10-minute command on the GPU
+# machine), and prints a summary: date, GPU, test results, benchmark table.
+# With $OUT set, the summary, the logs and the traces (one archive) are saved
+# there, the benchmark's own files in $OUT/benchmark.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+build=${1:-$root/build/gpu}
+shift $(($# > 0 ? 1 : 0))
+benchmark_options=("$@")
+((${#benchmark_options[@]})) || benchmark_options=(--quick)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+note() { echo "run.sh: $*"; }
+
+if [[ ! -x $build/bin/gpu_trace_test ]]; then
+  [[ $build == "$root/build/gpu" ]] || note "no GPU test programs in $build"
+  build=$root/build/gpu
+  note "configuring and building (Release) into $build"
+  benchmarks=OFF
+  [[ -f $root/benchmarks/cuda/CMakeLists.txt ]] && benchmarks=ON
+  if ! { cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DFERRET_CUDA=ON \
+           -DFERRET_BUILD_TESTS=ON -DFERRET_BUILD_BENCHMARKS=$benchmarks &&
+         cmake --build "$build" --target gpu_trace_test cuda-streams; } > "$work/build.log" 2>&1; then
+    tail -n 30 "$work/build.log"
+    note "the build failed (log above)"
+    [[ -n ${OUT:-} ]] && cp "$work/build.log" "$OUT/build.log"
+    exit 1
+  fi
+  [[ $benchmarks == ON ]] && { cmake --build "$build" --target ferret-cuda-overhead >> "$work/build.log" 2>&1 ||
+                               note "the CUDA benchmark did not build (see build.log)"; }
+fi
+build=$(cd "$build" && pwd)
+
+# The build's own libraries, and CUPTI from the toolkit: a folder holding
+# links to libcupti alone, so that the toolkit's other libraries (cuBLAS,
+# cudart) do not displace those a program (PyTorch) brings.
+cupti_links=$work/cupti
+mkdir -p "$cupti_links"
+for folder in /usr/local/cuda/extras/CUPTI/lib64 /usr/local/cuda/lib64 /usr/local/cuda/lib; do
+  if compgen -G "$folder/libcupti.so*" > /dev/null; then
+    ln -s "$folder"/libcupti.so* "$cupti_links/"
+    break
+  fi
+done
+compgen -G "$cupti_links/libcupti.so*" > /dev/null || note "libcupti not found in the usual places"
+export LD_LIBRARY_PATH=$build/lib:$cupti_links${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+
+mkdir -p "$work/traces"
+FERRET_GPU_TEST_OUTPUT=$work/traces "$build/bin/gpu_trace_test" 2>&1 | tee "$work/gpu_trace_test.log"
+test_status=${PIPESTATUS[0]}
+
+benchmark_status=none
+if [[ -f $root/benchmarks/cuda/run.sh ]]; then
+  OUT=${OUT:+$OUT/benchmark} bash "$root/benchmarks/cuda/run.sh" "$build" "${benchmark_options[@]}" 2>&1 |
+    tee "$work/benchmark.log"
+  benchmark_status=${PIPESTATUS[0]}
+fi
+
+case $test_status in
+  0) tests=passed ;;
+  77) tests=skipped ;;
+  *) tests="FAILED (status $test_status)" ;;
+esac
+{
+  echo "# GPU pass, $(date -u '+%Y-%m-%d %H:%M UTC')"
+  echo "GPU: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1 || echo unknown)"
+  echo "build: $build"
+  echo "gpu_trace_test: $tests"
+  grep -E '^(skipped:|clock alignment:|overlap:|\[doctest\] (test cases|assertions):)' "$work/gpu_trace_test.log"
+  if [[ $benchmark_status != none ]]; then
+    echo "benchmarks/cuda/run.sh: status $benchmark_status"
+    grep -E '^\|' "$work/benchmark.log"
+  fi
+} > "$work/summary.md"
+echo
+cat "$work/summary.md"
+
+if [[ -n ${OUT:-} ]]; then
+  cp "$work/summary.md" "$work/gpu_trace_test.log" "$OUT/"
+  [[ -f $work/build.log ]] && cp "$work/build.log" "$OUT/"
+  [[ -f $work/benchmark.log ]] && cp "$work/benchmark.log" "$OUT/"
+  tar -czf "$OUT/traces.tar.gz" -C "$work" traces
+fi
+[[ $test_status == 0 || $test_status == 77 ]] && [[ $benchmark_status == none || $benchmark_status == 0 ]]
