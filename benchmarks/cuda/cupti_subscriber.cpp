@@ -1,0 +1,145 @@
+// cupti_subscriber.cpp — see cupti_subscriber.hpp.
+#include "cupti_subscriber.hpp"
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+
+namespace ferret_bench {
+namespace {
+
+// CUPTI's recommendation is 1-10 MB. A storm of 100k launches with every kind
+// enabled should fill four or five (estimated: a kernel, a runtime and a driver
+// record per launch, some 350 bytes).
+constexpr std::size_t buffer_bytes = std::size_t{8} << 20;
+constexpr std::size_t buffers_at_start = 4;
+constexpr std::size_t buffer_limit = 16;
+
+struct subscriber_state {
+  std::mutex mutex;  // guards everything below but api_callbacks
+  std::vector<std::unique_ptr<std::uint8_t[]>> buffers;
+  std::vector<std::uint8_t*> free_buffers;
+  cupti_counts counts;
+  std::atomic<std::uint64_t> api_callbacks{0};
+};
+
+// Never destroyed: CUPTI may hand buffers back while the process exits.
+subscriber_state& state() {
+  static auto* const the_state = new subscriber_state;
+  return *the_state;
+}
+
+void check(CUptiResult result, const char* call) {
+  if (result == CUPTI_SUCCESS) return;
+  const char* text = nullptr;
+  cuptiGetResultString(result, &text);
+  throw cupti_failure(std::string(call) + " failed: " + (text != nullptr ? text : "unknown error"));
+}
+
+// Called with the state's mutex held.
+std::uint8_t* allocate_buffer(subscriber_state& s) {
+  s.buffers.emplace_back(new std::uint8_t[buffer_bytes]);
+  ++s.counts.buffers_allocated;
+  return s.buffers.back().get();
+}
+
+void CUPTIAPI give_buffer(std::uint8_t** buffer, std::size_t* size, std::size_t* max_records) {
+  subscriber_state& s = state();
+  const std::lock_guard lock(s.mutex);
+  *max_records = 0;  // as many as fit
+  if (!s.free_buffers.empty()) {
+    *buffer = s.free_buffers.back();
+    s.free_buffers.pop_back();
+  } else if (s.buffers.size() < buffer_limit) {
+    *buffer = allocate_buffer(s);
+  } else {
+    // Declining makes CUPTI drop records, which it counts: memory stays bounded.
+    *buffer = nullptr;
+    ++s.counts.buffers_declined;
+  }
+  *size = *buffer != nullptr ? buffer_bytes : 0;
+}
+
+void CUPTIAPI take_buffer(CUcontext context, std::uint32_t stream, std::uint8_t* buffer,
+                          std::size_t, std::size_t valid_bytes) {
+  std::array<std::uint64_t, CUPTI_ACTIVITY_KIND_COUNT> by_kind{};
+  std::uint64_t records = 0;
+  CUpti_Activity* record = nullptr;
+  while (cuptiActivityGetNextRecord(buffer, valid_bytes, &record) == CUPTI_SUCCESS) {
+    ++records;
+    if (record->kind < CUPTI_ACTIVITY_KIND_COUNT) ++by_kind[record->kind];
+  }
+  std::size_t dropped = 0;
+  cuptiActivityGetNumDroppedRecords(context, stream, &dropped);
+
+  subscriber_state& s = state();
+  const std::lock_guard lock(s.mutex);
+  s.counts.records += records;
+  for (std::size_t kind = 0; kind < by_kind.size(); ++kind)
+    s.counts.records_by_kind[kind] += by_kind[kind];
+  s.counts.dropped += dropped;
+  s.free_buffers.push_back(buffer);
+}
+
+void CUPTIAPI count_api_call(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {
+  state().api_callbacks.fetch_add(1, std::memory_order_relaxed);
+}
+
+}  // namespace
+
+std::string activity_kind_name(CUpti_ActivityKind kind) {
+  for (const auto& known : activity_kinds) {
+    if (known.kind == kind) return std::string(known.name);
+  }
+  return "kind" + std::to_string(static_cast<int>(kind));
+}
+
+cupti_counts records_since(const cupti_counts& now, const cupti_counts& earlier) {
+  cupti_counts difference = now;
+  difference.records -= earlier.records;
+  difference.api_callbacks -= earlier.api_callbacks;
+  for (std::size_t kind = 0; kind < difference.records_by_kind.size(); ++kind) {
+    difference.records_by_kind[kind] -= earlier.records_by_kind[kind];
+  }
+  return difference;
+}
+
+void start_cupti(const std::vector<CUpti_ActivityKind>& kinds, callback_domains callbacks) {
+  subscriber_state& s = state();
+  {
+    const std::lock_guard lock(s.mutex);
+    while (s.buffers.size() < buffers_at_start) s.free_buffers.push_back(allocate_buffer(s));
+  }
+  check(cuptiActivityRegisterCallbacks(give_buffer, take_buffer), "cuptiActivityRegisterCallbacks");
+  for (const CUpti_ActivityKind kind : kinds)
+    check(cuptiActivityEnable(kind), "cuptiActivityEnable");
+  if (callbacks == callback_domains::none) return;
+
+  CUpti_SubscriberHandle subscriber = nullptr;
+  check(cuptiSubscribe(&subscriber, count_api_call, nullptr), "cuptiSubscribe");
+  if (callbacks == callback_domains::runtime || callbacks == callback_domains::both) {
+    check(cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API),
+          "cuptiEnableDomain(runtime)");
+  }
+  if (callbacks == callback_domains::driver || callbacks == callback_domains::both) {
+    check(cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API),
+          "cuptiEnableDomain(driver)");
+  }
+}
+
+cupti_counts flush_cupti() {
+  check(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), "cuptiActivityFlushAll");
+  subscriber_state& s = state();
+  const std::lock_guard lock(s.mutex);
+  cupti_counts counts = s.counts;
+  counts.api_callbacks = s.api_callbacks.load(std::memory_order_relaxed);
+  return counts;
+}
+
+std::string cupti_version() {
+  std::uint32_t version = 0;
+  check(cuptiGetVersion(&version), "cuptiGetVersion");
+  return std::to_string(version);
+}
+
+}  // namespace ferret_bench

@@ -1,0 +1,69 @@
+// cupti_subscriber.hpp — the least a CUPTI tracing tool does, as a yardstick
+// for ferret's collector: activity buffers of 8 MiB from a small pool, the
+// chosen activity kinds enabled, records counted (not decoded) when CUPTI
+// hands a buffer back, and optionally an API callback that only counts, for
+// every function of the runtime and/or driver domain.
+#pragma once
+
+#include <cupti.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ferret_bench {
+
+struct cupti_failure : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct named_activity_kind {
+  std::string_view name;  // as given to --kinds
+  CUpti_ActivityKind kind;
+};
+
+// The kinds a tracing tool enables, in the order --kinds lists them.
+inline constexpr std::array<named_activity_kind, 8> activity_kinds{{
+    {"kernel", CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL},
+    {"memcpy", CUPTI_ACTIVITY_KIND_MEMCPY},
+    {"memset", CUPTI_ACTIVITY_KIND_MEMSET},
+    {"memory2", CUPTI_ACTIVITY_KIND_MEMORY2},
+    {"sync", CUPTI_ACTIVITY_KIND_SYNCHRONIZATION},
+    {"runtime", CUPTI_ACTIVITY_KIND_RUNTIME},
+    {"driver", CUPTI_ACTIVITY_KIND_DRIVER},
+    {"overhead", CUPTI_ACTIVITY_KIND_OVERHEAD},
+}};
+
+// The --kinds name of `kind`, or "kind<number>" for the others.
+std::string activity_kind_name(CUpti_ActivityKind kind);
+
+enum class callback_domains { none, runtime, driver, both };
+
+struct cupti_counts {
+  std::uint64_t records = 0;
+  std::uint64_t dropped = 0;
+  std::uint64_t api_callbacks = 0;  // enter and exit each count
+  std::array<std::uint64_t, CUPTI_ACTIVITY_KIND_COUNT> records_by_kind{};
+  std::size_t buffers_allocated = 0;
+  std::size_t buffers_declined = 0;  // requests refused because the pool was spent
+};
+
+// Records minus the earlier snapshot's (dropped and buffers stay totals).
+cupti_counts records_since(const cupti_counts& now, const cupti_counts& earlier);
+
+// One subscriber per process (CUPTI allows only one before CUDA 13.3).
+// Throws cupti_failure when CUPTI refuses, e.g. another tool already subscribed.
+void start_cupti(const std::vector<CUpti_ActivityKind>& kinds, callback_domains callbacks);
+
+// Forces CUPTI to hand back every buffer, incomplete ones too, and returns the
+// counts so far. Synchronise the device first for complete records.
+cupti_counts flush_cupti();
+
+// The CUPTI version as "<api version>".
+std::string cupti_version();
+
+}  // namespace ferret_bench
