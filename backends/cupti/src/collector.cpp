@@ -490,6 +490,10 @@ void cuda_collector::subscribe() {
                              cupti_error(result));
   if (!refused.empty())
     runtime::print_message(fmt::format("CUPTI refused activity kinds {}; their records are missing", refused));
+  if (decoder_.reading_newer_version() && runtime::verbosity() >= 2)
+    runtime::print_message(fmt::format("libcupti {} is newer than CUDA {}: its records are read with "
+                                       "that release's layouts, for the fields they share",
+                                       version, decoder_.layouts_release()));
 
   cuptiEnableDomain(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API);
   for (const CUpti_CallbackId id : apis_.traced_driver_calls)

@@ -287,6 +287,7 @@ class runtime_state {
                                     int device);
   bool session_active();
   bool add_collector(collector* source);
+  const settings& configuration() const noexcept { return config_; }
   void flush();
   void set_recording(bool on);
 
@@ -1257,6 +1258,15 @@ bool session_active() noexcept {
 }
 
 void print_message(std::string_view line) noexcept { internal::message("{}", line); }
+
+int verbosity() noexcept {
+  try {
+    internal::rt().session_active();
+    return internal::rt().configuration().verbose;
+  } catch (...) {
+    return 1;
+  }
+}
 
 std::uint64_t register_allocation(std::string_view api, std::uint64_t correlation,
                                   const void* address, std::size_t bytes, memory_kind memory,

@@ -25,6 +25,9 @@ FERRET_EXPORT std::vector<std::string> available_backends();
 /// subscribe to vendor interfaces only then.
 FERRET_EXPORT bool session_active() noexcept;
 
+/// FERRET_VERBOSE (0, 1 or 2).
+FERRET_EXPORT int verbosity() noexcept;
+
 /// Writes one line on stderr, prefixed "ferret: ", in a single write.
 FERRET_EXPORT void print_message(std::string_view line) noexcept;
 
