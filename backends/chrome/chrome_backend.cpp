@@ -25,7 +25,6 @@
 #include <variant>
 #include <vector>
 
-#include <cxxabi.h>
 #include <fcntl.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -162,16 +161,6 @@ std::uint32_t gpu_pid(std::uint32_t device, std::uint32_t host_pid) noexcept {
 
 // Stream tracks start at tid 1: a tid of 0 would land on the process's main thread.
 std::uint64_t stream_tid(std::uint32_t stream) noexcept { return std::uint64_t{stream} + 1U; }
-
-// The kernel's source-level name; the mangled one when it does not demangle
-// (extern "C" kernels, or names the ABI library does not know).
-std::string demangled(const char* mangled) {
-  int status = 0;
-  const std::unique_ptr<char, decltype(&std::free)> text{
-      abi::__cxa_demangle(mangled, nullptr, nullptr, &status), &std::free};
-  if (status != 0 || text == nullptr) return mangled;
-  return text.get();
-}
 
 // The API call an operation was launched from: the innermost context node in
 // the "cuda" domain, or nullptr.
@@ -567,7 +556,7 @@ class chrome_backend final : public runtime::backend {
   const std::string& kernel_name(const char* mangled) {
     auto [it, inserted] = kernel_names_.try_emplace(mangled);
     if (inserted)
-      append_json_string(it->second, mangled != nullptr ? demangled(mangled) : "kernel");
+      append_json_string(it->second, runtime::demangled_kernel_name(mangled));
     return it->second;
   }
 

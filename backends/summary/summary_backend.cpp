@@ -5,7 +5,6 @@
 // grows with the number of distinct keys, never with the number of events.
 #include "summary_backend.hpp"
 
-#include <cxxabi.h>
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -105,15 +104,6 @@ std::string milliseconds(std::int64_t ns) {
 
 std::string device_label(std::int64_t device) {
   return device < 0 ? std::string{"host"} : fmt::format("GPU {}", device);
-}
-
-std::string demangled(const std::string& name) {
-  int status = 0;
-  char* readable = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status);
-  if (status != 0 || readable == nullptr) return name;  // extern "C" kernels are not mangled
-  std::string result{readable};
-  std::free(readable);
-  return result;
 }
 
 std::string plural(std::uint64_t count, std::string_view noun) {
@@ -573,7 +563,7 @@ class summary_backend final : public runtime::backend {
       const std::string name =
           kernel->mangled_name.empty()
               ? std::string{"(unnamed kernel)"}
-              : truncated(demangled(kernel->mangled_name), longest_kernel_name);
+              : truncated(runtime::demangled_kernel_name(kernel->mangled_name.c_str()), longest_kernel_name);
       table.add_row({fmt::format("{}", kernel->calls), milliseconds(kernel->total_ns),
                      fmt::format("{:.3f}", static_cast<double>(kernel->total_ns) / 1e3 /
                                                static_cast<double>(kernel->calls)),

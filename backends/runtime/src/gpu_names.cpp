@@ -1,6 +1,10 @@
 // Names of GPU operations, copy kinds and calling contexts, for backends.
 #include "ferret/runtime/backend.hpp"
 
+#include <cxxabi.h>
+
+#include <cstdlib>
+#include <memory>
 #include <vector>
 
 namespace ferret::runtime {
@@ -27,6 +31,15 @@ std::string_view to_string(copy_kind kind) noexcept {
     case copy_kind::unknown: break;
   }
   return "unknown";
+}
+
+std::string demangled_kernel_name(const char* mangled) {
+  if (mangled == nullptr) return "kernel";
+  int status = 0;
+  const std::unique_ptr<char, decltype(&std::free)> text{
+      abi::__cxa_demangle(mangled, nullptr, nullptr, &status), &std::free};
+  if (status != 0 || text == nullptr) return mangled;
+  return text.get();
 }
 
 std::string context_path(const context_node* node, std::string_view separator,

@@ -137,6 +137,10 @@ FERRET_EXPORT std::string_view to_string(gpu_operation operation) noexcept;
 /// "HtoD", "DtoH", "DtoD", "HtoH", "PtoP", "unknown".
 FERRET_EXPORT std::string_view to_string(copy_kind kind) noexcept;
 
+/// A kernel's source-level name; the name itself when it does not demangle
+/// (extern "C" kernels), "kernel" for nullptr.
+FERRET_EXPORT std::string demangled_kernel_name(const char* mangled);
+
 /// What a device can hold, for occupancy and for naming its tracks.
 struct gpu_device_info {
   std::uint32_t id;
