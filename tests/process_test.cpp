@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "support/run_program.hpp"
 #include "trace_check.hpp"
 
 namespace fs = std::filesystem;
@@ -42,11 +43,6 @@ struct run_result {
   }
 };
 
-std::string slurp(const fs::path& path) {
-  std::ifstream in{path};
-  return std::string{std::istreambuf_iterator<char>{in}, std::istreambuf_iterator<char>{}};
-}
-
 // Runs the app in a fresh directory with FERRET_* taken only from `environment`.
 run_result run(const std::string& mode, const std::map<std::string, std::string>& environment) {
   static int counter = 0;
@@ -55,25 +51,11 @@ run_result run(const std::string& mode, const std::map<std::string, std::string>
                      ("ferret-process-test-" + std::to_string(getpid()) + "-" + std::to_string(++counter));
   fs::remove_all(result.directory);
   fs::create_directories(result.directory);
-  const pid_t child = fork();
-  if (child == 0) {
-    if (chdir(result.directory.c_str()) != 0) _exit(120);
-    const int out = open("stdout", O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int err = open("stderr", O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(out, 1);
-    dup2(err, 2);
-    for (const char* name : {"FERRET_BACKEND", "FERRET_OUTPUT", "FERRET_BUFFER_SIZE",
-                             "FERRET_FLUSH_INTERVAL", "FERRET_CLOCK", "FERRET_VERBOSE"})
-      unsetenv(name);
-    for (const auto& [name, value] : environment) setenv(name.c_str(), value.c_str(), 1);
-    execl(FERRET_TEST_APP, FERRET_TEST_APP, mode.c_str(), static_cast<char*>(nullptr));
-    _exit(121);
-  }
-  int status = 0;
-  waitpid(child, &status, 0);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
-  result.out = slurp(result.directory / "stdout");
-  result.err = slurp(result.directory / "stderr");
+  const ferret::testing::program_result ran = ferret::testing::run_program(
+      result.directory, {FERRET_TEST_APP, mode}, {environment.begin(), environment.end()});
+  result.exit_code = ran.exit_code;
+  result.out = ran.out;
+  result.err = ran.err;
   std::sscanf(result.out.c_str(), "pid %d", &result.pid);
   return result;
 }

@@ -3,6 +3,7 @@
 // and read back the report it writes to a temporary file; the "process" suite
 // runs support/test_app with FERRET_BACKEND=summary and reads its stderr.
 #include "summary_backend.hpp"
+#include "support/run_program.hpp"
 
 #include <doctest/doctest.h>
 #include <fcntl.h>
@@ -766,11 +767,6 @@ struct app_result {
   std::vector<std::string> files;  // what it left in its directory, besides stdout and stderr
 };
 
-std::string slurp(const std::filesystem::path& path) {
-  std::ifstream in{path, std::ios::binary};
-  return std::string{std::istreambuf_iterator<char>{in}, std::istreambuf_iterator<char>{}};
-}
-
 // Runs support/test_app in a fresh directory, removed afterwards, with
 // `backends` as FERRET_BACKEND.
 app_result run_app(const std::string& mode, const std::string& backends) {
@@ -781,25 +777,11 @@ app_result run_app(const std::string& mode, const std::string& backends) {
       ("ferret-summary-test-" + std::to_string(getpid()) + "-" + std::to_string(++counter));
   std::filesystem::remove_all(directory);
   std::filesystem::create_directories(directory);
-  const pid_t child = fork();
-  if (child == 0) {
-    if (chdir(directory.c_str()) != 0) _exit(120);
-    const int out = open("stdout", O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int err = open("stderr", O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(out, 1);
-    dup2(err, 2);
-    for (const char* name : {"FERRET_OUTPUT", "FERRET_BUFFER_SIZE", "FERRET_FLUSH_INTERVAL",
-                             "FERRET_CLOCK", "FERRET_VERBOSE"})
-      unsetenv(name);
-    setenv("FERRET_BACKEND", backends.c_str(), 1);
-    execl(FERRET_TEST_APP, FERRET_TEST_APP, mode.c_str(), static_cast<char*>(nullptr));
-    _exit(121);
-  }
-  int status = 0;
-  waitpid(child, &status, 0);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
-  result.out = slurp(directory / "stdout");
-  result.err = slurp(directory / "stderr");
+  const ferret::testing::program_result ran = ferret::testing::run_program(
+      directory, {FERRET_TEST_APP, mode}, {{"FERRET_BACKEND", backends}});
+  result.exit_code = ran.exit_code;
+  result.out = ran.out;
+  result.err = ran.err;
   std::sscanf(result.out.c_str(), "pid %d", &result.pid);
   for (const auto& entry : std::filesystem::directory_iterator(directory)) {
     const std::string name = entry.path().filename().string();

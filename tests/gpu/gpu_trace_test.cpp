@@ -40,6 +40,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "support/run_program.hpp"
 #include "trace_check.hpp"
 
 namespace fs = std::filesystem;
@@ -107,10 +108,7 @@ std::optional<std::string> torch_unusable_reason() {
 // ---------------------------------------------------------------------------
 // Running a program in its own folder, with a controlled environment.
 
-struct program_run {
-  int exit_code = -1;  // -signal when killed by one
-  std::string out, err;
-  pid_t pid = 0;
+struct program_run : ferret::testing::program_result {
   fs::path directory;
   fs::path trace() const { return directory / "trace.json"; }
 
@@ -124,14 +122,9 @@ struct program_run {
   }
 };
 
-std::string slurp(const fs::path& path) {
-  std::ifstream in{path};
-  return std::string{std::istreambuf_iterator<char>{in}, std::istreambuf_iterator<char>{}};
-}
-
 fs::path program(const std::string& name) { return setup.programs / name; }
 
-using environment = std::vector<std::pair<std::string, std::string>>;
+using ferret::testing::environment;
 
 // Both outputs, into trace.json in the program's folder and on stderr.
 environment traced() {
@@ -145,40 +138,10 @@ program_run run_program(const std::string& case_name, const std::vector<std::str
   result.directory = setup.outputs / case_name;
   fs::remove_all(result.directory);
   fs::create_directories(result.directory);
-  const pid_t child = fork();
-  if (child == 0) {
-    if (chdir(result.directory.c_str()) != 0) _exit(120);
-    const int out = open("stdout", O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int err = open("stderr", O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (out < 0 || err < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0) _exit(121);
-    for (const char* name : {"FERRET_BACKEND", "FERRET_OUTPUT", "FERRET_BUFFER_SIZE",
-                             "FERRET_FLUSH_INTERVAL", "FERRET_CLOCK", "FERRET_VERBOSE",
-                             "CUDA_INJECTION64_PATH"})
-      unsetenv(name);
-    for (const auto& [name, value] : variables) setenv(name.c_str(), value.c_str(), 1);
-    std::vector<char*> arguments;
-    for (const std::string& word : command) arguments.push_back(const_cast<char*>(word.c_str()));
-    arguments.push_back(nullptr);
-    execvp(arguments[0], arguments.data());
-    std::fprintf(stderr, "cannot run %s\n", arguments[0]);
-    _exit(127);
-  }
-  REQUIRE(child > 0);
-  result.pid = child;
-  int status = 0;
-  const auto deadline = std::chrono::steady_clock::now() + program_time_limit;
-  while (waitpid(child, &status, WNOHANG) == 0) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      kill(child, SIGKILL);
-      waitpid(child, &status, 0);
-      FAIL_CHECK(command[0] << " ran longer than the limit and was killed");
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
-  result.out = slurp(result.directory / "stdout");
-  result.err = slurp(result.directory / "stderr");
+  static_cast<ferret::testing::program_result&>(result) =
+      ferret::testing::run_program(result.directory, command, variables, program_time_limit);
+  REQUIRE(result.pid > 0);
+  if (result.timed_out) FAIL_CHECK(command[0] << " ran longer than the limit and was killed");
   if (result.exit_code != 0) MESSAGE(command[0] << " failed; stderr:\n" << result.err);
   return result;
 }
