@@ -45,11 +45,13 @@ constexpr std::uint32_t root_node = 0;              // every thread's nodes_[0]
 
 // The group of a region: TAU_USER for annotations, TAU_GPU_API for the CUDA
 // calls the collector records (TAU's group for them), TAU_USER|<domain> for a
-// library's domain.
+// library's domain, with blanks as '_' (readers take the group up to a blank).
 std::string group_of(const name_info& name) {
   if (name.domain.empty()) return "TAU_USER";
   if (name.domain == "cuda") return "TAU_GPU_API";
-  return "TAU_USER|" + profile_name(name.domain);
+  std::string domain = profile_name(name.domain);
+  std::replace(domain.begin(), domain.end(), ' ', '_');
+  return "TAU_USER|" + domain;
 }
 
 // TAU's name for a region: the name, and where it is in the source in the
@@ -599,11 +601,36 @@ class tau_backend final : public runtime::backend {
     return layout;
   }
 
+  // A metric value: TIME (held in whole nanoseconds) as microseconds with at
+  // most three decimals, computed in integers so that no rounding noise such as
+  // 7828.186000000001 appears; other metrics as TAU writes them (%.16G).
+  static void append_value(std::string& out, double value, bool time) {
+    if (!time || std::fabs(value) >= 9e15) {
+      fmt::format_to(std::back_inserter(out), "{:.16G}", value);
+      return;
+    }
+    const auto ns = static_cast<std::int64_t>(std::llround(value));
+    const std::uint64_t magnitude = ns < 0 ? 0U - static_cast<std::uint64_t>(ns) : static_cast<std::uint64_t>(ns);
+    if (ns < 0) out += '-';
+    fmt::format_to(std::back_inserter(out), "{}", magnitude / 1000U);
+    std::uint64_t fraction = magnitude % 1000U;
+    if (fraction == 0) return;
+    int digits = 3;
+    while (fraction % 10U == 0) {
+      fraction /= 10U;
+      --digits;
+    }
+    fmt::format_to(std::back_inserter(out), ".{:0{}}", fraction, digits);
+  }
+
   static void append_function_line(std::string& out, std::string_view name, std::uint64_t calls,
                                    std::uint64_t child_calls, double exclusive, double inclusive,
-                                   std::string_view group) {
-    fmt::format_to(std::back_inserter(out), "\"{}\" {} {} {:.16G} {:.16G} 0 GROUP=\"{}\" \n", name,
-                   calls, child_calls, exclusive, inclusive, group);
+                                   std::string_view group, bool time) {
+    fmt::format_to(std::back_inserter(out), "\"{}\" {} {} ", name, calls, child_calls);
+    append_value(out, exclusive, time);
+    out += ' ';
+    append_value(out, inclusive, time);
+    fmt::format_to(std::back_inserter(out), " 0 GROUP=\"{}\" \n", group);
   }
 
   static void append_statistics(std::string& out, std::string_view name, const statistics& s) {
@@ -633,8 +660,6 @@ class tau_backend final : public runtime::backend {
   std::string profile_text(profile_thread& thread, const thread_layout& layout, std::size_t metric,
                            const std::string& session_metadata) const {
     const bool time = metric == 0;
-    // TIME in microseconds, as TAU writes it.
-    const double scale = time ? 1e-3 : 1.0;
     std::string lines;
     std::size_t count = 0;
 
@@ -644,22 +669,21 @@ class tau_backend final : public runtime::backend {
     // keeps rounding from ever writing a negative exclusive time.
     if (time) root_exclusive = std::max(root_exclusive, 0.0);
     append_function_line(lines, application_name, 1, thread.nodes[root_node].child_calls,
-                         root_exclusive * scale, root_inclusive * scale, "TAU_DEFAULT");
+                         root_exclusive, root_inclusive, "TAU_DEFAULT", time);
     ++count;
     for (std::uint32_t f = 1; f < functions_.size(); ++f) {
       const flat_totals& totals = layout.flat[f];
       if (totals.calls == 0) continue;
       append_function_line(lines, functions_[f].name, totals.calls, totals.child_calls,
-                           totals.exclusive[metric] * scale, totals.inclusive[metric] * scale,
-                           functions_[f].group);
+                           totals.exclusive[metric], totals.inclusive[metric], functions_[f].group, time);
       ++count;
     }
     for (std::uint32_t n = 1; n < thread.nodes.size(); ++n) {
       const call_node& node = thread.nodes[n];
       if (node.calls == 0) continue;
       append_function_line(lines, layout.paths[n], node.calls, node.child_calls,
-                           thread.exclusive(n)[metric] * scale, thread.inclusive(n)[metric] * scale,
-                           "TAU_CALLPATH|" + functions_[node.function].group);
+                           thread.exclusive(n)[metric], thread.inclusive(n)[metric],
+                           "TAU_CALLPATH|" + functions_[node.function].group, time);
       ++count;
     }
     lines += "0 aggregates\n";

@@ -1,0 +1,610 @@
+// Tests of the TAU profile backend. The unit cases drive it directly (no
+// runtime session) with synthesised records and GPU activities; the "process"
+// suite runs support/known_tree_app with FERRET_BACKEND=tau. Every profile
+// directory written is checked by ferret::tau_check before its values are read.
+#include "tau_backend.hpp"
+#include "tau_check.hpp"
+#include "support/run_program.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <initializer_list>
+#include <memory>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <unistd.h>
+
+namespace {
+
+namespace rt = ferret::runtime;
+namespace tc = ferret::tau_check;
+namespace fs = std::filesystem;
+using rt::copy_kind;
+using rt::gpu_activity;
+using rt::gpu_operation;
+using rt::record_kind;
+
+constexpr std::uint32_t test_pid = 4242;
+constexpr std::uint64_t worker_tid = 4243;
+
+class temp_dir {
+ public:
+  temp_dir() {
+    std::string pattern = (fs::temp_directory_path() / "ferret-tau-test-XXXXXX").string();
+    if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error(std::strerror(errno));
+    path_ = pattern;
+  }
+  ~temp_dir() {
+    std::error_code ignored;
+    fs::remove_all(path_, ignored);
+  }
+  temp_dir(const temp_dir&) = delete;
+  temp_dir& operator=(const temp_dir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// Name records with stable addresses and dense ids, as the runtime hands out.
+class name_table {
+ public:
+  const rt::name_info* add(std::string name, std::string domain = {}, std::string file = {},
+                           std::uint32_t line = 0) {
+    names_.push_back(rt::name_info{static_cast<std::uint32_t>(names_.size()), std::move(name),
+                                   std::move(domain), {}, std::move(file), line});
+    return &names_.back();
+  }
+
+ private:
+  std::deque<rt::name_info> names_;
+};
+
+rt::record begin(std::int64_t ns, const rt::name_info* name) { return {ns, record_kind::region_begin, name, 0.0}; }
+rt::record end(std::int64_t ns, const rt::name_info* name) { return {ns, record_kind::region_end, name, 0.0}; }
+rt::record mark(std::int64_t ns, const rt::name_info* name) { return {ns, record_kind::mark, name, 0.0}; }
+rt::record sample(std::int64_t ns, const rt::name_info* name, double value) {
+  return {ns, record_kind::counter, name, value};
+}
+
+rt::session_info make_session() {
+  rt::session_info session;
+  session.pid = test_pid;
+  session.hostname = "testhost";
+  session.executable = "app";
+  session.command_line = "app --size 3";
+  session.clock_source = "tsc";
+  session.start_monotonic_raw_ns = 987654321;
+  session.start_realtime_ns = 1'700'000'000'123'456'789;
+  session.ferret_version = "0.1.0-test";
+  return session;
+}
+
+std::string all_errors(const tc::report& r) {
+  std::string text;
+  for (const std::string& line : r.errors) text += line + "\n";
+  return text;
+}
+
+// The directory, checked strictly; the test fails on any error.
+tc::report checked(const std::string& directory) {
+  tc::report r = tc::check_directory(directory);
+  CHECK_MESSAGE(r.ok(), "tau_check found " << r.error_count << " errors:\n" << all_errors(r));
+  return r;
+}
+
+struct fixture {
+  temp_dir dir;
+  rt::session_info session = make_session();
+  name_table names;
+  rt::metadata_list runtime_metadata{{"clock-ticks-per-second", 2.5e9}};
+  rt::metadata_list user_metadata;
+  rt::thread_info main_thread{test_pid, test_pid, {}, true};
+  rt::thread_info worker{test_pid, worker_tid, "worker", false};
+  std::unique_ptr<rt::backend> backend;
+
+  explicit fixture(const std::vector<std::string>& counters = {}) {
+    std::string error;
+    backend = ferret::tau::make_backend_in(session, dir.path(), counters, error);
+    REQUIRE_MESSAGE(backend != nullptr, error);
+  }
+
+  void feed(const rt::thread_info& thread, std::initializer_list<rt::record> records) {
+    backend->thread_records(thread, records.begin(), records.size());
+  }
+  void activities(const std::vector<gpu_activity>& batch) { backend->gpu_activities(batch.data(), batch.size()); }
+  void flush(bool final) {
+    backend->flush(rt::session_status{&runtime_metadata, &user_metadata, 100, 0, final});
+  }
+  tc::report finish() {
+    flush(true);
+    return checked(dir.path());
+  }
+  std::set<std::string> files() const {
+    std::set<std::string> found;
+    for (const auto& entry : fs::directory_iterator(dir.path())) found.insert(entry.path().filename().string());
+    return found;
+  }
+};
+
+// The entry `name` of a profile (fails the test when absent).
+const tc::function_line& entry(const tc::profile* p, std::string_view name) {
+  REQUIRE(p != nullptr);
+  const tc::function_line* f = p->function(name);
+  REQUIRE_MESSAGE(f != nullptr, "no entry " << name);
+  return *f;
+}
+
+const tc::user_event_line& event(const tc::profile* p, std::string_view name) {
+  REQUIRE(p != nullptr);
+  const tc::user_event_line* e = p->user_event(name);
+  REQUIRE_MESSAGE(e != nullptr, "no user event " << name);
+  return *e;
+}
+
+void check_entry(const tc::function_line& f, std::uint64_t calls, std::uint64_t subroutines, double exclusive,
+                 double inclusive) {
+  INFO(f.name);
+  CHECK(f.calls == calls);
+  CHECK(f.subroutines == subroutines);
+  CHECK(f.exclusive == doctest::Approx(exclusive));
+  CHECK(f.inclusive == doctest::Approx(inclusive));
+}
+
+}  // namespace
+
+TEST_CASE("host regions: flat and call-path entries in microseconds, one file per thread") {
+  fixture run;
+  const auto* solve = run.names.add("solve", {}, "heat.cpp", 42);
+  const auto* step = run.names.add("step");
+  const auto* work = run.names.add("work");
+  run.feed(run.main_thread, {begin(1000, solve), begin(2000, step), end(5000, step), begin(6000, step)});
+  run.feed(run.worker, {begin(3000, work)});  // open across drains
+  run.flush(false);
+  CHECK(run.files().empty());  // only the final flush writes
+  run.feed(run.main_thread, {end(9500, step), end(10000, solve), begin(20000, solve), end(21000, solve)});
+  run.feed(run.worker, {end(8000, work)});
+  const tc::report r = run.finish();
+  CHECK(run.files() == std::set<std::string>{"profile.0.0.0", "profile.0.0.1"});
+  CHECK(r.metrics == std::vector<std::string>{"TIME"});
+
+  const tc::profile* main_profile = r.find(0, 0);
+  const std::string solve_name = "solve [{heat.cpp} {42,0}]";
+  // The main thread spans the process: from 0 to its last event.
+  check_entry(entry(main_profile, ".TAU application"), 1, 2, 11, 21);
+  check_entry(entry(main_profile, solve_name), 2, 2, 3.5, 10);
+  check_entry(entry(main_profile, "step"), 2, 0, 6.5, 6.5);
+  check_entry(entry(main_profile, ".TAU application => " + solve_name), 2, 2, 3.5, 10);
+  check_entry(entry(main_profile, ".TAU application => " + solve_name + " => step"), 2, 0, 6.5, 6.5);
+  CHECK(entry(main_profile, solve_name).group == "TAU_USER");
+  CHECK(entry(main_profile, ".TAU application => " + solve_name).group == "TAU_CALLPATH|TAU_USER");
+  CHECK(entry(main_profile, ".TAU application").group == "TAU_DEFAULT");
+  CHECK(main_profile->metadata.front().first == "Metric Name");
+  CHECK(main_profile->attribute("Thread Name") == "main");
+  CHECK(main_profile->attribute("Hostname") == "testhost");
+  CHECK(main_profile->attribute("Command Line") == "app --size 3");
+  CHECK(main_profile->attribute("clock-ticks-per-second") == "2500000000");
+  CHECK(main_profile->attribute("events-dropped") == "0");
+  CHECK(main_profile->attribute("unfinished-regions") == "0");
+
+  const tc::profile* worker_profile = r.find(0, 1);
+  // Other threads span from their first event to their last.
+  check_entry(entry(worker_profile, ".TAU application"), 1, 1, 0, 5);
+  check_entry(entry(worker_profile, "work"), 1, 0, 5, 5);
+  CHECK(worker_profile->attribute("Thread Name") == "worker");
+  CHECK(worker_profile->attribute("Thread ID") == "4243");
+  CHECK(worker_profile->function("step") == nullptr);
+}
+
+TEST_CASE("recursion: the flat inclusive time counts the outermost call only") {
+  fixture run;
+  const auto* f = run.names.add("f");
+  run.feed(run.main_thread, {begin(0, f), begin(10000, f), end(20000, f), end(40000, f)});
+  const tc::report r = run.finish();
+  const tc::profile* p = r.find(0, 0);
+  check_entry(entry(p, "f"), 2, 1, 40, 40);
+  check_entry(entry(p, ".TAU application => f"), 1, 1, 30, 40);
+  check_entry(entry(p, ".TAU application => f => f"), 1, 0, 10, 10);
+}
+
+TEST_CASE("unbalanced and unmatched ends and unfinished regions are closed and counted") {
+  fixture run;
+  const auto* a = run.names.add("a");
+  const auto* b = run.names.add("b");
+  const auto* c = run.names.add("c");
+  const auto* d = run.names.add("d");
+  const auto* tick = run.names.add("tick");
+  // end(a) closes b too; end(c) has no begin; d never ends.
+  run.feed(run.main_thread, {begin(0, a), begin(10000, b), end(30000, a), end(40000, c), begin(50000, d)});
+  run.feed(run.worker, {mark(100000, tick)});
+  const tc::report r = run.finish();
+  const tc::profile* p = r.find(0, 0);
+  check_entry(entry(p, "a"), 1, 1, 10, 30);
+  check_entry(entry(p, "b"), 1, 0, 20, 20);
+  check_entry(entry(p, "d"), 1, 0, 50, 50);  // closed at the session's end
+  CHECK(p->function("c") == nullptr);
+  CHECK(p->attribute("unbalanced-region-ends") == "1");
+  CHECK(p->attribute("unmatched-region-ends") == "1");
+  CHECK(p->attribute("unfinished-regions") == "1");
+}
+
+TEST_CASE("counters and marks are user events, also per calling context") {
+  fixture run;
+  const auto* solve = run.names.add("solve");
+  const auto* residual = run.names.add("residual");
+  const auto* tick = run.names.add("tick");
+  run.feed(run.main_thread, {sample(0, residual, 3), begin(10, solve), sample(20, residual, 1), mark(25, tick),
+                             sample(30, residual, 2), sample(35, residual, NAN), end(40, solve), mark(50, tick)});
+  const tc::report r = run.finish();
+  const tc::profile* p = r.find(0, 0);
+  const tc::user_event_line& all = event(p, "residual");
+  CHECK(all.count == 3);
+  CHECK(all.max == 3);
+  CHECK(all.min == 1);
+  CHECK(all.mean == doctest::Approx(2));
+  CHECK(all.sum_of_squares == doctest::Approx(14));
+  CHECK(event(p, "residual : .TAU application => solve").count == 2);
+  CHECK(event(p, "residual : .TAU application").count == 1);
+  CHECK(event(p, "tick").count == 2);
+  CHECK(event(p, "tick : .TAU application => solve").count == 1);
+  CHECK(p->attribute("nonfinite-counter-samples") == "1");
+}
+
+TEST_CASE("counter metrics: MULTI__ directories, each counter's change per region") {
+  fixture run{{"flops", "bytes in/out"}};
+  const auto* solve = run.names.add("solve");
+  const auto* step = run.names.add("step");
+  const auto* flops = run.names.add("flops");
+  run.feed(run.main_thread, {sample(0, flops, 100), begin(10, solve), sample(20, flops, 150), begin(30, step),
+                             sample(40, flops, 400), end(50, step), sample(60, flops, 500), end(70, solve)});
+  const tc::report r = run.finish();
+  CHECK(run.files() == std::set<std::string>{"MULTI__TIME", "MULTI__flops", "MULTI__bytes_in_out"});
+  CHECK(r.metrics == std::vector<std::string>{"TIME", "bytes_in_out", "flops"});
+  const tc::profile* p = r.find(0, 0, "flops");
+  REQUIRE(p != nullptr);
+  CHECK(p->metric == "flops");
+  CHECK(p->attribute("Metric Name") == "flops");
+  check_entry(entry(p, "solve"), 1, 1, 150, 400);
+  check_entry(entry(p, "step"), 1, 0, 250, 250);
+  check_entry(entry(p, ".TAU application"), 1, 1, 100, 500);
+  // A counter never sampled: zero everywhere, same entries.
+  check_entry(entry(r.find(0, 0, "bytes_in_out"), "solve"), 1, 1, 0, 0);
+  check_entry(entry(r.find(0, 0, "TIME"), "step"), 1, 0, 0.02, 0.02);
+}
+
+namespace {
+
+// A context tree like the runtime's: root → step → <API call>.
+struct launch_contexts {
+  rt::context_node root{0, 0, nullptr, nullptr};
+  rt::context_node step;
+  rt::context_node copy_call;
+  rt::context_node launch_call;
+  launch_contexts(const rt::name_info* step_name, const rt::name_info* copy_name, const rt::name_info* launch_name)
+      : step{1, 1, &root, step_name}, copy_call{2, 2, &step, copy_name}, launch_call{3, 2, &step, launch_name} {}
+};
+
+gpu_activity device_operation(gpu_operation operation, std::uint32_t device, std::uint32_t stream,
+                              std::int64_t start, std::int64_t end_ns, std::uint64_t tid,
+                              const rt::context_node* context) {
+  gpu_activity activity{};
+  activity.operation = operation;
+  activity.device = device;
+  activity.stream = stream;
+  activity.start_ns = start;
+  activity.end_ns = end_ns;
+  activity.launch = rt::gpu_launch{1, tid, start, context};
+  return activity;
+}
+
+gpu_activity copy(copy_kind kind, std::uint64_t bytes, std::uint32_t stream, std::int64_t start,
+                  std::uint64_t tid, const rt::context_node* context) {
+  gpu_activity activity = device_operation(gpu_operation::memcpy, 0, stream, start, start + 1000, tid, context);
+  activity.copy = kind;
+  activity.bytes = bytes;
+  return activity;
+}
+
+}  // namespace
+
+TEST_CASE("GPU: one virtual thread per stream after the host threads, bytes as user events") {
+  fixture run;
+  const auto* step = run.names.add("step");
+  const auto* memcpy_call = run.names.add("cudaMemcpyAsync", "cuda");
+  const auto* launch_call = run.names.add("cudaLaunchKernel", "cuda");
+  const launch_contexts contexts{step, memcpy_call, launch_call};
+  const rt::data_object_info grid{7, "grid \"A\"", 0x1000, 4096, rt::memory_kind::device, 0};
+  const rt::data_object_info mask{8, "mask", 0x9000, 256, rt::memory_kind::device, 1};
+
+  run.backend->gpu_device(rt::gpu_device_info{0, "NVIDIA H100", 9, 0, 132, 80ull << 30, 1024, 64, 32, 65536, 65536,
+                                              233472, 49152});
+  run.feed(run.main_thread, {begin(0, step), begin(10, memcpy_call), end(20, memcpy_call), begin(30, launch_call),
+                             end(40, launch_call), end(100000, step)});
+  gpu_activity to_device = copy(copy_kind::host_to_device, 4096, 7, 1000, test_pid, &contexts.copy_call);
+  to_device.destination_object = &grid;
+  to_device.destination_object_id = grid.id;
+  gpu_activity small_copy = copy(copy_kind::host_to_device, 1024, 7, 3000, test_pid, &contexts.copy_call);
+  small_copy.destination_object = &grid;
+  small_copy.destination_object_id = grid.id;
+  gpu_activity back = copy(copy_kind::device_to_host, 2048, 7, 9000, test_pid, &contexts.copy_call);
+  back.source_object = &grid;
+  back.source_object_id = grid.id;
+  gpu_activity kernel = device_operation(gpu_operation::kernel, 0, 7, 5000, 8000, test_pid, &contexts.launch_call);
+  kernel.name = "_Z6kernelPfi";
+  gpu_activity unseen = copy(copy_kind::device_to_device, 512, 9, 2000, 0, nullptr);
+  gpu_activity set = device_operation(gpu_operation::memset, 1, 3, 4000, 4500, test_pid, &contexts.step);
+  set.bytes = 256;
+  set.destination_object = &mask;
+  set.destination_object_id = mask.id;
+  gpu_activity allocation = device_operation(gpu_operation::allocation, 0, 0, 500, 500, test_pid, &contexts.step);
+  allocation.bytes = 1 << 20;
+  allocation.memory = rt::memory_kind::device;
+  const gpu_activity release = device_operation(gpu_operation::release, 0, 0, 9900, 9900, test_pid, &contexts.step);
+  const gpu_activity sync =
+      device_operation(gpu_operation::synchronization, 0, 7, 9000, 9500, test_pid, &contexts.step);
+  run.activities({to_device, kernel, unseen});
+  run.activities({small_copy, back, set, allocation, release, sync});
+  const tc::report r = run.finish();
+  CHECK(run.files() == std::set<std::string>{"profile.0.0.0", "profile.0.0.1", "profile.0.0.2", "profile.0.0.3"});
+
+  // T=1: device 0, stream 7.
+  const tc::profile* stream = r.find(0, 1);
+  REQUIRE(stream != nullptr);
+  CHECK(stream->attribute("CUDA Device") == "0");
+  CHECK(stream->attribute("CUDA Stream") == "7");
+  CHECK(stream->attribute("GPU Name") == "NVIDIA H100");
+  check_entry(entry(stream, "Memory copy Host to Device"), 2, 0, 2, 2);
+  check_entry(entry(stream, "Memory copy Device to Host"), 1, 0, 1, 1);
+  check_entry(entry(stream, "kernel(float*, int)"), 1, 0, 3, 3);
+  CHECK(entry(stream, "kernel(float*, int)").group == "TAU_GPU");
+  CHECK(entry(stream, "Memory copy Host to Device").group == "TAU_GPU_MEMORY_COPY");
+  check_entry(entry(stream, ".TAU application"), 1, 4, 3, 9);  // 1000 .. 10000 ns
+  // The notes' example: 4096 and 1024 bytes.
+  const tc::user_event_line& to_device_bytes = event(stream, "Bytes copied from Host to Device");
+  CHECK(to_device_bytes.count == 2);
+  CHECK(to_device_bytes.max == 4096);
+  CHECK(to_device_bytes.min == 1024);
+  CHECK(to_device_bytes.mean == 2560);
+  CHECK(to_device_bytes.sum_of_squares == 17825792);
+  CHECK(event(stream, "Bytes copied from Host to Device (object: grid 'A')").count == 2);
+  CHECK(event(stream, "Bytes copied from Device to Host (object: grid 'A')").max == 2048);
+
+  // T=2: device 0, stream 9: a copy whose launch was not seen.
+  const tc::profile* unseen_stream = r.find(0, 2);
+  REQUIRE(unseen_stream != nullptr);
+  CHECK(unseen_stream->attribute("CUDA Stream") == "9");
+  CHECK(event(unseen_stream, "Bytes copied from Device to Device").max == 512);
+
+  // T=3: device 1, stream 3: the memset.
+  const tc::profile* other_device = r.find(0, 3);
+  REQUIRE(other_device != nullptr);
+  CHECK(other_device->attribute("CUDA Device") == "1");
+  CHECK(other_device->attribute("GPU Name").empty());
+  check_entry(entry(other_device, "Memory set"), 1, 0, 0.5, 0.5);
+  CHECK(event(other_device, "Bytes set (object: mask)").max == 256);
+
+  // The launching thread: bytes per calling context of the launch.
+  const tc::profile* host = r.find(0, 0);
+  CHECK(entry(host, "cudaMemcpyAsync").group == "TAU_GPU_API");
+  CHECK(event(host, "Bytes copied from Host to Device").count == 2);
+  CHECK(event(host, "Bytes copied from Host to Device : .TAU application => step => cudaMemcpyAsync").count == 2);
+  CHECK(event(host, "Bytes copied from Device to Host : .TAU application => step => cudaMemcpyAsync").max == 2048);
+  CHECK(event(host, "Bytes set : .TAU application => step").max == 256);
+  CHECK(event(host, "Bytes allocated (device memory) : .TAU application => step").max == 1 << 20);
+  CHECK(host->user_event("Bytes copied from Device to Device") == nullptr);
+  CHECK(host->attribute("gpu-operations-not-profiled") == "2");
+}
+
+TEST_CASE("names with quotes, brackets, separators and non-ASCII text are written so that readers parse them") {
+  CHECK(ferret::tau::profile_name("say \"hi\"") == "say 'hi'");
+  CHECK(ferret::tau::profile_name("a[i] => b : c") == "a[i] -> b: c");
+  CHECK(ferret::tau::profile_name("größe µs 🚀") == "größe µs 🚀");
+  CHECK(ferret::tau::profile_name("bad\xff" "byte") == "bad\xEF\xBF\xBD" "byte");
+  CHECK(ferret::tau::profile_name("two\nlines\t") == "two lines ");
+  std::string xml;
+  ferret::tau::append_xml_text(xml, "a<b>&c #1\n\x01é");
+  CHECK(xml == "a&lt;b&gt;&amp;c &#x23;1&#xa;\xEF\xBF\xBD" "é");
+  CHECK(ferret::tau::metric_file_name("a/b c:d\"e") == "a_b_c_d_e");
+
+  fixture run;
+  run.user_metadata.emplace_back("input", std::string{"<grid & \"mesh\">\n# 2"});
+  const auto* quoted = run.names.add("say \"hi\"");
+  const auto* brackets = run.names.add("a[i] => b : c", {}, "dir/{x}.cpp", 7);
+  const auto* unicode = run.names.add("größe µs");
+  const auto* invalid = run.names.add("bad\xff");
+  const auto* domain = run.names.add("factorize", "my \"lib\"");
+  run.feed(run.main_thread, {begin(0, quoted), begin(1, brackets), begin(2, unicode), begin(3, invalid),
+                             begin(4, domain), end(5, domain), end(6, invalid), end(7, unicode), end(8, brackets),
+                             end(9, quoted), mark(10, unicode)});
+  const tc::report r = run.finish();
+  const tc::profile* p = r.find(0, 0);
+  CHECK(entry(p, "say 'hi'").calls == 1);
+  CHECK(entry(p, "a[i] -> b: c [{dir/_x_.cpp} {7,0}]").calls == 1);
+  CHECK(entry(p, "größe µs").calls == 1);
+  CHECK(entry(p, "bad\xEF\xBF\xBD").calls == 1);
+  CHECK(entry(p, "factorize").group == "TAU_USER|my_'lib'");
+  CHECK(event(p, "größe µs").count == 1);
+  CHECK(p->attribute("input") == "<grid & \"mesh\">\n# 2");
+}
+
+TEST_CASE("the run metadata's mpi-rank numbers the files") {
+  fixture run;
+  run.user_metadata.emplace_back("mpi-rank", std::int64_t{3});
+  run.feed(run.main_thread, {mark(0, run.names.add("x"))});
+  run.finish();
+  CHECK(run.files() == std::set<std::string>{"profile.3.0.0"});
+}
+
+TEST_CASE("profiles left by an earlier run with more threads are removed") {
+  fixture run;
+  for (const char* stale : {"profile.0.0.0", "profile.0.0.1", "profile.0.0.2"})
+    std::ofstream{run.dir.path() + "/" + stale} << "stale\n";
+  run.feed(run.main_thread, {mark(0, run.names.add("x"))});
+  run.finish();
+  CHECK(run.files() == std::set<std::string>{"profile.0.0.0"});
+}
+
+TEST_CASE("a fork child (abandon) writes nothing; describe() names the directory") {
+  fixture run;
+  run.feed(run.main_thread, {mark(0, run.names.add("x"))});
+  run.backend->abandon();
+  run.flush(true);
+  CHECK(run.files().empty());
+
+  fixture written;
+  written.feed(written.main_thread, {mark(0, written.names.add("x"))});
+  written.feed(written.worker, {mark(0, written.names.add("y"))});
+  written.finish();
+  CHECK(written.backend->describe() == "tau profile: " + written.dir.path() + " (2 threads)");
+}
+
+TEST_CASE("factory: the directory from FERRET_OUTPUT, FERRET_TAU_METRICS, errors") {
+  temp_dir dir;
+  const rt::session_info session = make_session();
+  std::string error;
+  unsetenv("FERRET_TAU_METRICS");
+
+  SUBCASE("an extension of letters is dropped, so that chrome's run.json and the profile coexist") {
+    auto backend = ferret::tau::make_backend(rt::backend_context{&session, dir.path() + "/run.json", false}, error);
+    REQUIRE_MESSAGE(backend != nullptr, error);
+    CHECK(fs::is_directory(dir.path() + "/run"));
+    auto kept = ferret::tau::make_backend(rt::backend_context{&session, dir.path() + "/ferret-a.out-42", false}, error);
+    REQUIRE_MESSAGE(kept != nullptr, error);
+    CHECK(fs::is_directory(dir.path() + "/ferret-a.out-42"));
+    auto inside = ferret::tau::make_backend(rt::backend_context{&session, dir.path(), true}, error);
+    REQUIRE_MESSAGE(inside != nullptr, error);
+    CHECK(fs::is_directory(dir.path() + "/ferret-app-4242"));
+  }
+  SUBCASE("a place that cannot be a directory: one error line, no backend") {
+    std::ofstream{dir.path() + "/file"} << "x";
+    auto backend = ferret::tau::make_backend(rt::backend_context{&session, dir.path() + "/file/run", false}, error);
+    CHECK(backend == nullptr);
+    CHECK(error == "cannot write the TAU profile to '" + dir.path() + "/file/run': Not a directory");
+    auto taken = ferret::tau::make_backend(rt::backend_context{&session, dir.path() + "/file", false}, error);
+    CHECK(taken == nullptr);
+    CHECK(error.find("Not a directory") != std::string::npos);
+  }
+  SUBCASE("FERRET_TAU_METRICS") {
+    CHECK(ferret::tau::parse_metrics("") == std::vector<std::string>{});
+    CHECK(ferret::tau::parse_metrics(" none ") == std::vector<std::string>{});
+    CHECK(ferret::tau::parse_metrics(" flops , TIME,max change,flops") ==
+          std::vector<std::string>{"flops", "max change"});
+    CHECK_FALSE(ferret::tau::parse_metrics("a,,b").has_value());
+    CHECK_FALSE(ferret::tau::parse_metrics("a,").has_value());
+
+    setenv("FERRET_TAU_METRICS", "a,,b", 1);
+    auto rejected = ferret::tau::make_backend(rt::backend_context{&session, dir.path() + "/run", false}, error);
+    CHECK(rejected == nullptr);
+    CHECK(error == "FERRET_TAU_METRICS='a,,b' is not valid (expected comma-separated counter names)");
+    setenv("FERRET_TAU_METRICS", "a b,a/b", 1);
+    auto clashing = ferret::tau::make_backend(rt::backend_context{&session, dir.path() + "/run", false}, error);
+    CHECK(clashing == nullptr);
+    CHECK(error == "FERRET_TAU_METRICS: 'a/b' would be written as MULTI__a_b twice");
+    unsetenv("FERRET_TAU_METRICS");
+  }
+}
+
+// --- real runs ------------------------------------------------------------------
+
+namespace {
+
+struct profiled_run {
+  temp_dir dir;
+  ferret::testing::program_result result;
+  tc::report report;
+};
+
+// Runs the known-tree program in a fresh directory with FERRET_BACKEND=tau
+// (FERRET_OUTPUT=profile) and the extra `variables`.
+void run_known_tree(profiled_run& run, ferret::testing::environment variables) {
+  variables.emplace_back("FERRET_BACKEND", "tau");
+  variables.emplace_back("FERRET_OUTPUT", "profile");
+  run.result = ferret::testing::run_program(run.dir.path(), {FERRET_KNOWN_TREE_APP}, variables);
+  INFO(run.result.err);
+  REQUIRE(run.result.exit_code == 0);
+}
+
+// Milliseconds spent in a region measured against what it slept: at least the
+// sleep, at most a generous bound for a loaded machine (never a timing test).
+void check_time(const tc::function_line& f, double slept_ms, bool inclusive) {
+  const double ms = (inclusive ? f.inclusive : f.exclusive) / 1000.0;
+  INFO(f.name << (inclusive ? " inclusive " : " exclusive ") << ms << " ms");
+  CHECK(ms >= slept_ms);
+  CHECK(ms < 3 * slept_ms + 50);
+}
+
+}  // namespace
+
+TEST_SUITE_BEGIN("process");
+
+TEST_CASE("known answer: two threads of sleeps give the calls, the call tree and the times") {
+  profiled_run run;
+  run_known_tree(run, {{"FERRET_VERBOSE", "1"}});
+  CHECK(run.result.err.find("ferret: tau profile: profile (2 threads)") != std::string::npos);
+  run.report = checked(run.dir.path() + "/profile");
+  REQUIRE(run.report.profiles.size() == 2);
+
+  const tc::profile* main_profile = run.report.find(0, 0);
+  REQUIRE(main_profile != nullptr);
+  CHECK(main_profile->attribute("Thread Name") == "main");
+  std::set<std::string> main_names;
+  for (const tc::function_line& f : main_profile->functions) main_names.insert(f.name);
+  CHECK(main_names == std::set<std::string>{".TAU application", "phase", "inner", ".TAU application => phase",
+                                            ".TAU application => phase => inner"});
+  const tc::function_line& phase = entry(main_profile, ".TAU application => phase");
+  const tc::function_line& main_inner = entry(main_profile, ".TAU application => phase => inner");
+  CHECK(phase.calls == 2);
+  CHECK(phase.subroutines == 2);
+  CHECK(main_inner.calls == 2);
+  check_time(phase, 60, true);
+  check_time(phase, 40, false);
+  check_time(main_inner, 20, true);
+
+  const tc::profile* worker_profile = run.report.find(0, 1);
+  REQUIRE(worker_profile != nullptr);
+  CHECK(worker_profile->attribute("Thread Name") == "worker");
+  const tc::function_line& work = entry(worker_profile, ".TAU application => work");
+  const tc::function_line& worker_inner = entry(worker_profile, ".TAU application => work => inner");
+  CHECK(work.calls == 1);
+  CHECK(worker_inner.calls == 1);
+  CHECK(worker_profile->function(".TAU application => phase") == nullptr);
+  check_time(work, 20, true);
+  check_time(work, 15, false);
+  check_time(worker_inner, 5, true);
+  const tc::user_event_line& items = event(worker_profile, "items");
+  CHECK(items.count == 3);
+  CHECK(items.sum_of_squares == 14);
+  CHECK(event(worker_profile, "items : .TAU application => work => inner").max == 2);
+}
+
+TEST_CASE("FERRET_TAU_METRICS=items: the counter's change per region, beside TIME") {
+  profiled_run run;
+  run_known_tree(run, {{"FERRET_TAU_METRICS", "items"}});
+  run.report = checked(run.dir.path() + "/profile");
+  CHECK(run.report.metrics == std::vector<std::string>{"TIME", "items"});
+  const tc::profile* worker_items = run.report.find(0, 1, "items");
+  check_entry(entry(worker_items, ".TAU application => work"), 1, 1, 2, 3);
+  check_entry(entry(worker_items, ".TAU application => work => inner"), 1, 0, 1, 1);
+  check_entry(entry(run.report.find(0, 0, "items"), "phase"), 2, 2, 0, 0);
+}
+
+TEST_CASE("an output that cannot be a directory: one line on stderr, the program runs on") {
+  profiled_run run;
+  std::ofstream{run.dir.path() + "/profile"} << "a file";
+  run_known_tree(run, {});
+  CHECK(run.result.err == "ferret: cannot write the TAU profile to 'profile': Not a directory; running untraced\n");
+}
+
+TEST_SUITE_END();
