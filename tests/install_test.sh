@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the build into a scratch prefix, builds examples/basic against it
 # with find_package(ferret), runs it traced and checks the trace with the
-# installed checker; then embeds ferret in tests/package with add_subdirectory.
+# installed checker (and profiled, with the installed TAU profile checker);
+# then embeds ferret in tests/package with add_subdirectory.
 # Usage: install_test.sh <build-dir> <source-dir> <work-dir> <generator>
 set -euo pipefail
 build=$1 source=$2 work=$3 generator=$4
@@ -22,3 +23,6 @@ cmake --build "$work/embedded" > "$work/embedded-build.log"
 grep -q '"consumer ran"' "$work/consumer.json"
 # The installed runtime finds the chrome backend by name in its own directory.
 test -f "$work/prefix/lib/libferret_chrome.so" || test -f "$work/prefix/lib64/libferret_chrome.so"
+# ... and the TAU backend, whose profile the installed checker accepts.
+(cd "$work" && FERRET_BACKEND=tau FERRET_OUTPUT=heat-tau "$work/example/heat" 64 2)
+"$work/prefix/bin/ferret-tau-check" "$work/heat-tau"

@@ -456,6 +456,25 @@ TEST_CASE("profiles left by an earlier run with more threads are removed") {
   CHECK(run.files() == std::set<std::string>{"profile.0.0.0"});
 }
 
+TEST_CASE("profiles of an earlier run with other metrics are removed") {
+  fixture plain;
+  std::ofstream{plain.dir.path() + "/profile.0.0.0"} << "stale\n";
+  fs::create_directory(plain.dir.path() + "/MULTI__TIME");
+  std::ofstream{plain.dir.path() + "/MULTI__TIME/profile.0.0.0"} << "stale\n";
+  std::ofstream{plain.dir.path() + "/MULTI__TIME/profile.1.0.0"} << "another rank's\n";
+  plain.feed(plain.main_thread, {mark(0, plain.names.add("x"))});
+  plain.flush(true);
+  CHECK(fs::exists(plain.dir.path() + "/profile.0.0.0"));
+  CHECK_FALSE(fs::exists(plain.dir.path() + "/MULTI__TIME/profile.0.0.0"));
+  CHECK(fs::exists(plain.dir.path() + "/MULTI__TIME/profile.1.0.0"));
+
+  fixture multi{{"flops"}};
+  std::ofstream{multi.dir.path() + "/profile.0.0.0"} << "stale\n";
+  multi.feed(multi.main_thread, {mark(0, multi.names.add("x"))});
+  multi.finish();
+  CHECK(multi.files() == std::set<std::string>{"MULTI__TIME", "MULTI__flops"});
+}
+
 TEST_CASE("a fork child (abandon) writes nothing; describe() names the directory") {
   fixture run;
   run.feed(run.main_thread, {mark(0, run.names.add("x"))});

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <iterator>
 #include <limits>
 #include <map>
@@ -778,10 +779,26 @@ class tau_backend final : public runtime::backend {
         }
       }
       // A profile left by an earlier run with more threads would read as ours.
-      for (std::size_t t = threads.size();; ++t)
-        if (::unlink(fmt::format("{}/profile.{}.0.{}", directory, node, t).c_str()) != 0) break;
+      remove_profiles(directory, node, threads.size());
     }
-    if (error_.empty()) written_threads_ = threads.size();
+    if (!error_.empty()) return;
+    written_threads_ = threads.size();
+    // Files of this node from an earlier run with another set of metrics:
+    // readers would take them with ours.
+    if (metrics_.size() > 1) {
+      remove_profiles(directory_, node, 0);
+    } else {
+      std::error_code ignored;
+      for (const auto& entry : std::filesystem::directory_iterator(directory_, ignored))
+        if (entry.path().filename().string().rfind("MULTI__", 0) == 0)
+          remove_profiles(entry.path().string(), node, 0);
+    }
+  }
+
+  // Removes profile.<node>.0.T from T = `first` on, as long as they exist.
+  static void remove_profiles(const std::string& directory, std::uint64_t node, std::size_t first) {
+    for (std::size_t t = first;; ++t)
+      if (::unlink(fmt::format("{}/profile.{}.0.{}", directory, node, t).c_str()) != 0) return;
   }
 
   void fail(const std::string& path, int error) {

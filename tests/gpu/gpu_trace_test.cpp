@@ -41,6 +41,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support/run_program.hpp"
+#include "tau_check.hpp"
 #include "trace_check.hpp"
 
 namespace fs = std::filesystem;
@@ -698,6 +699,76 @@ TEST_CASE("ops: copies, memset, kernel, allocations and sync, exactly as the pro
       const std::string row = row_named(host, name);
       if (!row.empty()) CHECK(columns_before(row, name).at(0) == "1");
     }
+  }
+}
+
+TEST_CASE("ops as a TAU profile: a virtual thread for the stream, bytes as user events") {
+  const program_run run = run_program("ops-tau", {program("gpu-test-ops").string()},
+                                      {{"FERRET_BACKEND", "tau"}, {"FERRET_OUTPUT", "profile"}});
+  REQUIRE(run.exit_code == 0);
+  const ferret::tau_check::report report =
+      ferret::tau_check::check_directory((run.directory / "profile").string());
+  std::string errors;
+  for (const std::string& line : report.errors) errors += line + "\n";
+  REQUIRE_MESSAGE(report.ok(), "tau_check: " << report.error_count << " errors:\n" << errors);
+
+  // The main thread first, then one virtual thread: the default stream.
+  const ferret::tau_check::profile* host = report.find(0, 0);
+  REQUIRE(host != nullptr);
+  for (const char* region : {"setup", "compute", "readback"}) {
+    const auto* entry = host->function(std::string{".TAU application => "} + region);
+    REQUIRE_MESSAGE(entry != nullptr, region);
+    CHECK(entry->calls == 1);
+  }
+  std::vector<const ferret::tau_check::profile*> streams;
+  for (const auto& [file, profile] : report.profiles)
+    if (!profile.attribute("CUDA Stream").empty()) streams.push_back(&profile);
+  REQUIRE(streams.size() == 1);
+  CHECK(streams[0] == report.find(0, report.profiles.size() - 1));
+  const ferret::tau_check::profile& stream = *streams[0];
+  CHECK(stream.attribute("CUDA Device") == "0");
+  CHECK(stream.attribute("GPU Name") == setup.device_name);
+  for (const char* operation : {"Memory copy Host to Device", "Memory copy Device to Host", "Memory set",
+                                "saxpy(int, float, float const*, float*)"}) {
+    const auto* entry = stream.function(operation);
+    REQUIRE_MESSAGE(entry != nullptr, operation);
+    CHECK(entry->calls == 1);
+    CHECK(entry->inclusive > 0);
+  }
+
+  // Bytes the program moved: 1 MiB each way and 1 MiB set, per direction and
+  // per data object on the stream, per calling context on the main thread.
+  const auto check_bytes = [](const ferret::tau_check::profile& profile, const std::string& name) {
+    const auto* event = profile.user_event(name);
+    REQUIRE_MESSAGE(event != nullptr, name);
+    CHECK(event->count == 1);
+    CHECK(event->max == mebibyte);
+    CHECK(event->min == mebibyte);
+  };
+  check_bytes(stream, "Bytes copied from Host to Device");
+  check_bytes(stream, "Bytes copied from Host to Device (object: host x)");
+  check_bytes(stream, "Bytes copied from Host to Device (object: A)");
+  check_bytes(stream, "Bytes copied from Device to Host");
+  check_bytes(stream, "Bytes copied from Device to Host (object: cudaMalloc@setup)");
+  check_bytes(stream, "Bytes copied from Device to Host (object: host y)");
+  check_bytes(stream, "Bytes set");
+  check_bytes(stream, "Bytes set (object: cudaMalloc@setup)");
+  check_bytes(*host, "Bytes copied from Host to Device");
+  check_bytes(*host, "Bytes copied from Device to Host");
+  check_bytes(*host, "Bytes set");
+  // The context events name the launching call inside its region.
+  const auto context_event = [&](const std::string& prefix) -> const ferret::tau_check::user_event_line* {
+    for (const auto& event : host->user_events)
+      if (event.name.rfind(prefix, 0) == 0) return &event;
+    return nullptr;
+  };
+  for (const auto& [event, region] : std::vector<std::pair<std::string, std::string>>{
+           {"Bytes copied from Host to Device", "setup"},
+           {"Bytes set", "setup"},
+           {"Bytes copied from Device to Host", "readback"}}) {
+    const auto* found = context_event(event + " : .TAU application => " + region + " => ");
+    REQUIRE_MESSAGE(found != nullptr, event << " in " << region);
+    CHECK(found->max == mebibyte);
   }
 }
 
