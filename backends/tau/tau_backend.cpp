@@ -306,7 +306,7 @@ class tau_backend final : public runtime::backend {
         case record_kind::region_end: end_region(thread, r.name); break;
         case record_kind::mark:
           // TAU has no instants: a mark counts as a user event of value 1.
-          thread.add_user_event(event_name_of(*r.name), 1.0, thread.top_node());
+          thread.add_user_event(event_name_of(r.name), 1.0, thread.top_node());
           break;
         case record_kind::counter: add_counter_sample(thread, r); break;
       }
@@ -400,9 +400,18 @@ class tau_backend final : public runtime::backend {
     return index;
   }
 
-  std::string event_name_of(const name_info& name) {
-    return name.domain.empty() ? profile_name(name.name)
-                               : profile_name(name.name) + " [" + profile_name(name.domain) + "]";
+  // The user event of a counter or mark ("name", or "name [domain]"), cached
+  // per name record.
+  const std::string& event_name_of(const name_info* name) {
+    if (name->id >= event_name_of_name_.size())
+      event_name_of_name_.resize(std::size_t{name->id} + 1);
+    auto& [source, text] = event_name_of_name_[name->id];
+    if (source != name) {
+      source = name;
+      text = name->domain.empty() ? profile_name(name->name)
+                                  : profile_name(name->name) + " [" + profile_name(name->domain) + "]";
+    }
+    return text;
   }
 
   // --- host regions ----------------------------------------------------------
@@ -457,7 +466,7 @@ class tau_backend final : public runtime::backend {
       if (const auto it = metric_of_counter_.find(sample.name->name); it != metric_of_counter_.end())
         thread.current[it->second] = sample.value;
     }
-    thread.add_user_event(event_name_of(*sample.name), sample.value, thread.top_node());
+    thread.add_user_event(event_name_of(sample.name), sample.value, thread.top_node());
   }
 
   // --- GPU activity ----------------------------------------------------------
@@ -818,6 +827,7 @@ class tau_backend final : public runtime::backend {
   std::vector<function_entry> functions_;
   std::unordered_map<std::string, std::uint32_t> function_index_;        // name '\n' group
   std::vector<std::pair<const name_info*, std::uint32_t>> function_of_name_;  // by name_info::id
+  std::vector<std::pair<const name_info*, std::string>> event_name_of_name_;  // by name_info::id
   std::unordered_map<const char*, std::uint32_t> kernel_functions_;      // by mangled name pointer
 
   std::vector<std::unique_ptr<profile_thread>> threads_;
