@@ -489,6 +489,15 @@ TEST_CASE("a fork child (abandon) writes nothing; describe() names the directory
   CHECK(written.backend->describe() == "tau profile: " + written.dir.path() + " (2 threads)");
 }
 
+TEST_CASE("a directory gone by the end: nothing written, said once, describe() says why") {
+  fixture run;
+  run.feed(run.main_thread, {mark(0, run.names.add("x"))});
+  fs::remove_all(run.dir.path());
+  run.flush(true);
+  CHECK(run.backend->describe() == "tau profile: " + run.dir.path() + ": not written: " + run.dir.path() +
+                                       "/profile.0.0.0: No such file or directory");
+}
+
 TEST_CASE("factory: the directory from FERRET_OUTPUT, FERRET_TAU_METRICS, errors") {
   temp_dir dir;
   const rt::session_info session = make_session();

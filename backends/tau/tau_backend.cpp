@@ -271,6 +271,10 @@ int write_file(const std::string& path, std::string_view text) {
       error = errno;
       break;
     }
+    if (written == 0) {  // no progress and no errno: give up rather than spin
+      error = EIO;
+      break;
+    }
     text.remove_prefix(static_cast<std::size_t>(written));
   }
   if (::close(fd) != 0 && error == 0) error = errno;
@@ -294,7 +298,7 @@ class tau_backend final : public runtime::backend {
     if (finished_) return;
     profile_thread& thread = host_thread(info.tid);
     thread.is_main = info.is_main;
-    if (!info.name.empty()) thread.name = std::string{info.name};
+    if (!info.name.empty() && info.name != thread.name) thread.name = std::string{info.name};
     for (std::size_t i = 0; i < count; ++i) {
       const record& r = records[i];
       if (r.name == nullptr) continue;
