@@ -154,6 +154,8 @@ const tc::user_event_line& event(const tc::profile* p, std::string_view name) {
   return *e;
 }
 
+std::string fmt_key(int i) { return "key " + std::to_string(i); }
+
 void check_entry(const tc::function_line& f, std::uint64_t calls, std::uint64_t subroutines, double exclusive,
                  double inclusive) {
   INFO(f.name);
@@ -437,6 +439,28 @@ TEST_CASE("names with quotes, brackets, separators and non-ASCII text are writte
   CHECK(entry(p, "factorize").group == "TAU_USER|my_'lib'");
   CHECK(event(p, "größe µs").count == 1);
   CHECK(p->attribute("input") == "<grid & \"mesh\">\n# 2");
+}
+
+TEST_CASE("the metadata line stays within pprof's 64 KiB line buffer") {
+  fixture run;
+  run.user_metadata.emplace_back("long", std::string(5000, 'x') + "é");
+  run.user_metadata.emplace_back("cut inside a character", std::string(4095, 'x') + "é");
+  for (int i = 0; i < 100; ++i) run.user_metadata.emplace_back(fmt_key(i), std::string(1000, 'y'));
+  run.feed(run.main_thread, {mark(0, run.names.add("x"))});
+  const tc::report r = run.finish();
+  const tc::profile* p = r.find(0, 0);
+  REQUIRE(p != nullptr);
+  CHECK(p->attribute("long") == std::string(4096, 'x') + "…");
+  CHECK(p->attribute("cut inside a character") == std::string(4095, 'x') + "…");
+  const std::string omitted = p->attribute("metadata-omitted");
+  REQUIRE_FALSE(omitted.empty());
+  CHECK(std::stoi(omitted) > 0);
+  CHECK(p->attribute(fmt_key(0)) == std::string(1000, 'y'));
+  std::ifstream in{run.dir.path() + "/profile.0.0.0"};
+  std::string line;
+  std::getline(in, line);
+  std::getline(in, line);
+  CHECK(line.size() < 64 * 1024);
 }
 
 TEST_CASE("the run metadata's mpi-rank numbers the files") {

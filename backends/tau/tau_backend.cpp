@@ -217,11 +217,25 @@ bool same_region(const name_info* a, const name_info* b) noexcept {
   return a == b || (a->name == b->name && a->domain == b->domain);
 }
 
+// pprof reads lines into 64 KiB buffers (SIZE_OF_LINE in utils/pprof.cpp): a
+// longer metadata line would be cut and the rest read as function lines. So a
+// value is kept to 4 KiB, and run metadata stops at 48 KiB (what is left out is
+// counted in "metadata-omitted").
+constexpr std::size_t longest_metadata_value = 4096;
+constexpr std::size_t longest_metadata_block = 48 * 1024;
+
 void append_attribute(std::string& out, std::string_view name, std::string_view value) {
   out += "<attribute><name>";
-  append_xml_text(out, name);
+  append_xml_text(out, name.substr(0, longest_metadata_value));
   out += "</name><value>";
-  append_xml_text(out, value);
+  if (value.size() > longest_metadata_value) {
+    std::size_t cut = longest_metadata_value;
+    while (cut > 0 && (static_cast<unsigned char>(value[cut]) & 0xC0U) == 0x80U) --cut;  // UTF-8
+    append_xml_text(out, value.substr(0, cut));
+    out += "…";
+  } else {
+    append_xml_text(out, value);
+  }
   out += "</value></attribute>";
 }
 
@@ -743,9 +757,16 @@ class tau_backend final : public runtime::backend {
     append_attribute(out, "unfinished-regions", fmt::format("{}", unfinished_regions_));
     append_attribute(out, "nonfinite-counter-samples", fmt::format("{}", nonfinite_counter_samples_));
     append_attribute(out, "gpu-operations-not-profiled", fmt::format("{}", gpu_operations_not_profiled_));
-    if (status.user_metadata != nullptr)
-      for (const auto& [key, value] : *status.user_metadata)
-        append_attribute(out, key, metadata_text(value));
+    std::uint64_t omitted = 0;
+    if (status.user_metadata != nullptr) {
+      for (const auto& [key, value] : *status.user_metadata) {
+        if (out.size() > longest_metadata_block)
+          ++omitted;
+        else
+          append_attribute(out, key, metadata_text(value));
+      }
+    }
+    if (omitted != 0) append_attribute(out, "metadata-omitted", fmt::format("{}", omitted));
     return out;
   }
 
