@@ -2,10 +2,10 @@
 // (profile.N.C.T files, alone or in MULTI__<metric> directories).
 //
 // TAU's readers are lenient: ParaProf and pprof report a corrupt file and still
-// exit 0, and a number that does not parse becomes 0. This checker turns every
-// departure from the format, and every inconsistency between the numbers of one
-// profile, into an error line, so that ferret's tests can assert that a profile
-// means exactly what was measured. The rules are listed at the top of
+// exit 0, and pprof misreads a number that does not parse without a word. This
+// checker turns every departure from the format, and every inconsistency
+// between the numbers of one profile, into an error line, so that ferret's tests
+// can assert that a profile means exactly what was measured. The rules are listed at the top of
 // tau_check.cpp.
 #pragma once
 
