@@ -1,0 +1,66 @@
+// ferret/backends/otf2 — writes an OTF2 archive (Score-P's trace format, read by
+// Vampir, Scalasca, otf2-print and the OTF2 reader API).
+//
+// Naming: the archive is the directory runtime::output_file(context, "") with a
+// trailing ".otf2" removed; inside it, as Score-P lays out its experiment
+// directories, the anchor file traces.otf2, the global definitions traces.def
+// and the event files traces/<location>.evt. FERRET_OUTPUT=run → run/traces.otf2;
+// FERRET_OUTPUT=run.otf2 → the same; FERRET_OUTPUT=dir/ →
+// dir/ferret-<exe>-<pid>/traces.otf2. An existing archive is never overwritten:
+// the backend refuses to start (the OTF2 writer cannot reuse one).
+//
+// Layout: clock properties (1 ns resolution, global offset = the session's start on
+// CLOCK_MONOTONIC_RAW, realtime timestamp = the same instant on CLOCK_REALTIME);
+// system tree machine → node (hostname) → process location group; one CPU_THREAD
+// location per host thread; one ACCELERATOR location group per GPU (created by the
+// process) with one ACCELERATOR_STREAM location per stream.
+//   regions   → Enter/Leave (paradigm USER with source file and line; domain "cuda",
+//               the CUDA API calls, → paradigm CUDA); properly nested per thread:
+//               an end that skips open regions leaves them first, an end that
+//               matches nothing is dropped, regions open at the end are left at
+//               the session's end (all counted in the properties).
+//   counters  → metrics (one metric class per counter, double, absolute point).
+//   marks     → OTF2 markers (marker group "ferret", category = the domain or
+//               "mark", text = the name, scope = the thread's location): the OTF2
+//               record meant for user annotations; Vampir shows them on the
+//               timeline; read with OTF2_Reader_GetMarkerReader.
+//   kernels   → Enter/Leave of a region per kernel name (paradigm CUDA) on the
+//               stream's location; memsets → region "cudaMemset" (DATA_TRANSFER).
+//   copies    → one-sided communication as Score-P writes CUDA memcpys: RmaGet
+//               (HtoD) or RmaPut (other kinds) at the start on the stream's
+//               location, RmaOpCompleteBlocking at the end; window "CUDA" over a
+//               CUDA communicator of all locations; remote = the launching host
+//               thread's location (the main thread's when the launch is unknown;
+//               the stream itself for DtoD and PtoP); bytes on the record.
+// GPU operations of a drain are sorted per stream; a time earlier than the last
+// written on its location (overlap, or across drains) is clamped to it and
+// counted. Allocations, releases and synchronizations are not written yet
+// (counted as FERRET::GPU_OPERATIONS_NOT_WRITTEN).
+//
+// Archive properties (FERRET::...): version, hostname, executable, command line,
+// clock source, events recorded and dropped, the loss counters above, runtime
+// metadata (FERRET::RUNTIME::<KEY>) and run metadata (FERRET::RUN::<KEY>), keys
+// upper-cased with every other character than A-Z0-9 replaced by '_'.
+//
+// Memory stays bounded: events go through OTF2's buffered event writers whose
+// pre-flush callback lets full chunks go to disk. Definitions (names, locations)
+// are kept until the final flush, which writes them and closes the archive: the
+// archive is readable only after the final flush.
+#pragma once
+
+#include "ferret/runtime/backend.hpp"
+
+#include <memory>
+#include <string>
+
+namespace ferret::otf2 {
+
+/// The archive directory for `context` (see above).
+FERRET_EXPORT std::string archive_directory(const runtime::backend_context& context);
+
+/// Opens the archive. On failure returns nullptr and sets `error` to
+/// "cannot write the OTF2 archive '<directory>': <reason>".
+FERRET_EXPORT std::unique_ptr<runtime::backend> make_backend(
+    const runtime::backend_context& context, std::string& error);
+
+}  // namespace ferret::otf2
