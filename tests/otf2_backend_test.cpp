@@ -1,0 +1,324 @@
+// Tests of the OTF2 backend, driven directly (no runtime session): records go
+// in through the backend interface, and every archive that comes out is read
+// back with the OTF2 reader API (ferret::otf2_check) and with otf2-print (no
+// INVALID references, nothing on stderr).
+#include "otf2_backend.hpp"
+#include "otf2_check.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <initializer_list>
+#include <iterator>
+#include <memory>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include <unistd.h>
+
+namespace {
+
+namespace rt = ferret::runtime;
+namespace check = ferret::otf2_check;
+using rt::record_kind;
+
+constexpr std::uint32_t test_pid = 4242;
+constexpr std::uint64_t worker_tid = 4243;
+
+class temp_dir {
+ public:
+  temp_dir() {
+    std::string pattern =
+        (std::filesystem::temp_directory_path() / "ferret-otf2-test-XXXXXX").string();
+    if (mkdtemp(pattern.data()) == nullptr)
+      throw std::runtime_error(std::string{"mkdtemp: "} + std::strerror(errno));
+    path_ = pattern;
+  }
+  ~temp_dir() {
+    if (std::getenv("FERRET_OTF2_TEST_KEEP") != nullptr) return;  // to look at by hand
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  temp_dir(const temp_dir&) = delete;
+  temp_dir& operator=(const temp_dir&) = delete;
+  std::string file(std::string_view name) const { return path_ + "/" + std::string{name}; }
+
+ private:
+  std::string path_;
+};
+
+std::string read_text(const std::string& path) {
+  std::ifstream in{path, std::ios::binary};
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+class name_table {
+ public:
+  const rt::name_info* add(std::string name, std::string domain = {}, std::string file = {},
+                           std::uint32_t line = 0) {
+    names_.push_back(rt::name_info{static_cast<std::uint32_t>(names_.size()), std::move(name),
+                                   std::move(domain), {}, std::move(file), line});
+    return &names_.back();
+  }
+
+ private:
+  std::deque<rt::name_info> names_;
+};
+
+rt::record begin(std::int64_t ns, const rt::name_info* name) {
+  return {ns, record_kind::region_begin, name, 0.0};
+}
+rt::record end(std::int64_t ns, const rt::name_info* name) {
+  return {ns, record_kind::region_end, name, 0.0};
+}
+rt::record mark(std::int64_t ns, const rt::name_info* name) {
+  return {ns, record_kind::mark, name, 0.0};
+}
+rt::record sample(std::int64_t ns, const rt::name_info* name, double value) {
+  return {ns, record_kind::counter, name, value};
+}
+
+rt::session_info make_session() {
+  rt::session_info session;
+  session.pid = test_pid;
+  session.hostname = "testhost";
+  session.executable = "app";
+  session.command_line = "app --size 3";
+  session.clock_source = "tsc";
+  session.start_monotonic_raw_ns = 987654321;
+  session.start_realtime_ns = 1'700'000'000'123'456'789;
+  session.ferret_version = "0.1.0-test";
+  return session;
+}
+
+// One backend writing <tempdir>/trace (anchor <tempdir>/trace/traces.otf2).
+struct fixture {
+  temp_dir dir;
+  rt::session_info session = make_session();
+  std::string output = dir.file("trace.otf2");
+  std::string anchor = dir.file("trace/traces.otf2");
+  rt::metadata_list runtime_metadata{{"clock-frequency-hz", std::int64_t{2'500'000'000}}};
+  rt::metadata_list user_metadata{{"grid-size", std::int64_t{512}}, {"solver", std::string{"cg"}}};
+  std::uint64_t recorded = 0;
+  name_table names;
+  rt::thread_info main_thread{test_pid, test_pid, {}, true};
+  rt::thread_info worker{test_pid, worker_tid, "worker", false};
+  std::unique_ptr<rt::backend> backend;
+
+  fixture() {
+    std::string error;
+    backend = ferret::otf2::make_backend({&session, output, false}, error);
+    REQUIRE_MESSAGE(backend != nullptr, error);
+    CHECK(error.empty());
+  }
+
+  void feed(const rt::thread_info& thread, std::initializer_list<rt::record> records) {
+    backend->thread_records(thread, records.begin(), records.size());
+    recorded += records.size();
+  }
+
+  void flush(bool final) {
+    const rt::session_status status{&runtime_metadata, &user_metadata, recorded, 7, final};
+    backend->flush(status);
+  }
+
+  // Reads the archive back; every reader-level error fails the test.
+  check::report checked() const {
+    check::report report = check::check_archive(anchor);
+    std::string errors;
+    for (const std::string& line : report.errors) errors += line + "\n";
+    CHECK_MESSAGE(report.ok(), "otf2_check found errors:\n" << errors);
+    return report;
+  }
+
+  // otf2-print: exit 0, nothing on stderr, no INVALID reference.
+  void printed() const {
+    const std::string out = dir.file("print.out");
+    const std::string err = dir.file("print.err");
+    const std::string command = std::string{FERRET_OTF2_PRINT} + " -A '" + anchor + "' > '" +
+                                out + "' 2> '" + err + "'";
+    CHECK(std::system(command.c_str()) == 0);
+    const std::string text = read_text(out);
+    CHECK(text.find("INVALID") == std::string::npos);
+    CHECK(text.find("UNDEFINED", text.find("=== Events")) == std::string::npos);
+    CHECK_MESSAGE(read_text(err).empty(), "otf2-print stderr: " << read_text(err));
+  }
+};
+
+}  // namespace
+
+TEST_CASE("host threads: regions, counters, marks and metadata") {
+  fixture f;
+  const rt::name_info* solve = f.names.add("solve", {}, "solver.cpp", 42);
+  const rt::name_info* step = f.names.add("step");
+  const rt::name_info* launch = f.names.add("cudaLaunchKernel", "cuda");
+  const rt::name_info* residual = f.names.add("residual");
+  const rt::name_info* stop = f.names.add("stop");
+  const rt::name_info* stray = f.names.add("never begun");
+  f.feed(f.main_thread, {begin(1'000, solve), begin(2'000, step), sample(2'500, residual, 0.5),
+                         begin(2'600, launch), end(2'700, launch), end(3'000, step)});
+  f.feed(f.worker, {begin(1'500, step), mark(1'700, stop), end(1'900, step),
+                    end(1'950, stray)});
+  f.flush(false);
+  // Second drain: an end that skips an open region, and a region left open.
+  f.feed(f.main_thread, {begin(4'000, step), begin(4'100, step), end(5'000, solve),
+                         sample(6'000, residual, 0.25), begin(7'000, step)});
+  f.flush(true);
+
+  const check::report report = f.checked();
+  f.printed();
+  CHECK(report.timer_resolution == 1'000'000'000U);
+  REQUIRE(report.locations.size() == 2);
+  for (const auto& [id, location] : report.locations) CHECK(location.type == 1);  // CPU thread
+  CHECK(report.locations.at(0).name == "main thread");
+  CHECK(report.locations.at(1).name == "worker");
+  CHECK(report.location_group_types.at(0) == 1);  // process
+  CHECK(report.regions.count("solve") == 1);
+  CHECK(report.regions.count("step") == 1);
+  CHECK(report.regions.count("cudaLaunchKernel") == 1);
+  CHECK(report.region_paradigms.at("solve") == 1);             // USER
+  CHECK(report.region_paradigms.at("cudaLaunchKernel") == 5);  // CUDA
+  CHECK(report.metric_samples == 2);
+  REQUIRE(report.markers.size() == 1);
+  CHECK(report.markers.front() == "stop");
+  CHECK(report.properties.at("FERRET::EVENTS_DROPPED") == "7");
+  CHECK(report.properties.at("FERRET::UNMATCHED_REGION_ENDS") == "1");
+  CHECK(report.properties.at("FERRET::UNBALANCED_REGION_ENDS") == "1");
+  CHECK(report.properties.at("FERRET::UNFINISHED_REGIONS") == "1");
+  CHECK(report.properties.at("FERRET::CLAMPED_TIMESTAMPS") == "0");
+  CHECK(report.properties.at("FERRET::RUN::GRID_SIZE") == "512");
+  CHECK(report.properties.at("FERRET::RUN::SOLVER") == "cg");
+  CHECK(report.properties.at("FERRET::RUNTIME::CLOCK_FREQUENCY_HZ") == "2500000000");
+  CHECK(report.properties.at("FERRET::HOSTNAME") == "testhost");
+  // Main: solve, step, launch, step, step, step; all left.
+  CHECK(report.locations.at(0).enters == 6);
+  CHECK(report.locations.at(0).leaves == 6);
+}
+
+namespace {
+
+rt::gpu_activity operation(rt::gpu_operation kind, std::int64_t start_ns, std::int64_t end_ns,
+                           std::uint32_t device, std::uint32_t stream, std::uint64_t tid) {
+  rt::gpu_activity activity{};
+  activity.operation = kind;
+  activity.start_ns = start_ns;
+  activity.end_ns = end_ns;
+  activity.device = device;
+  activity.stream = stream;
+  activity.launch.tid = tid;
+  activity.launch.time_ns = start_ns - 100;
+  return activity;
+}
+
+rt::gpu_activity kernel(std::int64_t start_ns, std::int64_t end_ns, std::uint32_t stream,
+                        const char* name) {
+  rt::gpu_activity activity =
+      operation(rt::gpu_operation::kernel, start_ns, end_ns, 0, stream, test_pid);
+  activity.name = name;
+  return activity;
+}
+
+rt::gpu_activity copy(std::int64_t start_ns, std::int64_t end_ns, std::uint32_t stream,
+                      rt::copy_kind kind, std::uint64_t bytes, std::uint64_t tid) {
+  rt::gpu_activity activity = operation(rt::gpu_operation::memcpy, start_ns, end_ns, 0, stream, tid);
+  activity.copy = kind;
+  activity.bytes = bytes;
+  activity.source_device = kind == rt::copy_kind::host_to_device ? -1 : 0;
+  activity.destination_device = kind == rt::copy_kind::device_to_host ? -1 : 0;
+  return activity;
+}
+
+}  // namespace
+
+TEST_CASE("GPU: stream locations, kernels sorted per stream, copies as RMA") {
+  fixture f;
+  const char* saxpy = "_Z5saxpyifPKfPf";
+  const char* scale = "scale";  // extern "C": not mangled
+  const rt::name_info* work = f.names.add("work");
+  f.feed(f.main_thread, {begin(1'000, work)});
+  f.feed(f.worker, {begin(1'100, work), end(1'200, work)});
+
+  rt::gpu_device_info device{};
+  device.id = 0;
+  device.name = "NVIDIA H100 80GB HBM3";
+  f.backend->gpu_device(device);
+  // Drain 1: out of order, two streams, one pair of overlapping kernels.
+  const rt::gpu_activity first[] = {
+      kernel(9'000, 9'500, 7, saxpy),
+      copy(2'000, 3'000, 7, rt::copy_kind::host_to_device, 4096, test_pid),
+      kernel(5'000, 6'000, 8, scale),
+      kernel(4'000, 7'000, 7, saxpy),
+      kernel(6'500, 8'000, 7, scale),  // starts before the previous one ends
+      copy(10'000, 11'000, 8, rt::copy_kind::device_to_host, 1024, worker_tid),
+      operation(rt::gpu_operation::allocation, 1'500, 1'500, 0, 0, test_pid),
+  };
+  f.backend->gpu_activities(first, std::size(first));
+  f.flush(false);
+  // Drain 2: one kernel earlier than what stream 7 already has.
+  const rt::gpu_activity second[] = {
+      kernel(8'500, 8'800, 7, saxpy),
+      kernel(12'000, 13'000, 8, saxpy),
+      copy(14'000, 15'000, 7, rt::copy_kind::host_to_device, 100, 0),  // launch unknown
+  };
+  f.backend->gpu_activities(second, std::size(second));
+  f.feed(f.main_thread, {end(20'000, work)});
+  f.flush(true);
+
+  const check::report report = f.checked();
+  f.printed();
+  std::size_t streams = 0;
+  for (const auto& [id, location] : report.locations) {
+    if (location.type != 2) continue;  // ACCELERATOR_STREAM
+    ++streams;
+    CHECK(report.location_group_types.at(location.group) == 2);  // ACCELERATOR
+    CHECK(location.enters == location.leaves);
+  }
+  CHECK(streams == 2);
+  const std::string saxpy_name = rt::demangled_kernel_name(saxpy);
+  CHECK(report.regions.count(saxpy_name) == 1);
+  CHECK(report.regions.count("scale") == 1);
+  CHECK(report.region_paradigms.at(saxpy_name) == 5);  // CUDA
+  CHECK(report.rma_gets == 2);
+  CHECK(report.rma_puts == 1);
+  CHECK(report.rma_completions == 3);
+  CHECK(report.get_bytes == 4196);
+  CHECK(report.put_bytes == 1024);
+  // The overlapping kernel and the one from the past are clamped.
+  CHECK(report.properties.at("FERRET::CLAMPED_TIMESTAMPS") != "0");
+  CHECK(report.properties.at("FERRET::GPU_OPERATIONS_NOT_WRITTEN") == "1");
+}
+
+TEST_CASE("archive naming") {
+  const rt::session_info session = make_session();
+  CHECK(ferret::otf2::archive_directory({&session, "run.otf2", false}) == "run");
+  CHECK(ferret::otf2::archive_directory({&session, "run", false}) == "run");
+  CHECK(ferret::otf2::archive_directory({&session, "out/", true}) == "out/ferret-app-4242");
+}
+
+TEST_CASE("an existing archive is not overwritten") {
+  fixture f;
+  f.flush(true);
+  std::string error;
+  CHECK(ferret::otf2::make_backend({&f.session, f.output, false}, error) == nullptr);
+  CHECK(error == "cannot write the OTF2 archive '" + f.dir.file("trace") +
+                     "': an archive exists there already");
+}
+
+TEST_CASE("abandon() writes no archive") {
+  fixture f;
+  const rt::name_info* work = f.names.add("work");
+  f.feed(f.main_thread, {begin(1'000, work), end(2'000, work)});
+  f.backend->abandon();
+  f.flush(true);  // ignored after abandon()
+  CHECK(!std::filesystem::exists(f.anchor));
+}
