@@ -21,6 +21,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <unistd.h>
 
@@ -321,4 +322,29 @@ TEST_CASE("abandon() writes no archive") {
   f.backend->abandon();
   f.flush(true);  // ignored after abandon()
   CHECK(!std::filesystem::exists(f.anchor));
+}
+
+TEST_CASE("memory stays bounded: full chunks reach the disk before the final flush") {
+  fixture f;
+  const rt::name_info* work = f.names.add("work");
+  // 2 x 200'000 events of a few bytes each: several 1 MiB chunks.
+  std::vector<rt::record> records;
+  for (std::int64_t i = 0; i < 200'000; ++i) {
+    records.push_back(begin(10 * i, work));
+    records.push_back(end(10 * i + 5, work));
+  }
+  f.backend->thread_records(f.main_thread, records.data(), records.size());
+  f.recorded += records.size();
+  f.flush(false);
+  const std::string events = f.dir.file("trace/traces/0.evt");
+  REQUIRE(std::filesystem::exists(events));
+  const auto before_final = std::filesystem::file_size(events);
+  CHECK(before_final >= 1024 * 1024);
+  f.flush(true);
+  CHECK(std::filesystem::file_size(events) > before_final);
+  const check::report report = f.checked();
+  CHECK(report.locations.at(0).enters == 200'000);
+  CHECK(report.locations.at(0).leaves == 200'000);
+  CHECK(report.buffer_flushes >= 1);
+  f.printed();
 }

@@ -6,11 +6,13 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <limits>
 #include <map>
 #include <memory>
+#include <new>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -89,6 +91,51 @@ struct location_group_def {
 
 OTF2_FlushType pre_flush(void*, OTF2_FileType, OTF2_LocationRef, void*, bool) { return OTF2_FLUSH; }
 
+// OTF2 writes a buffer's chunks to disk only when it cannot get another chunk:
+// without memory callbacks it mallocs without limit and holds the whole trace
+// until the archive is closed. These callbacks give each event buffer at most
+// max_event_chunks chunks; the next request fails, which makes OTF2 flush that
+// buffer (pre_flush says OTF2_FLUSH), release its chunks and ask again.
+// Definition and marker buffers are not limited (they are small).
+constexpr std::uint64_t chunk_size_events = 1024 * 1024;
+constexpr std::uint64_t chunk_size_definitions = 4 * 1024 * 1024;
+constexpr std::size_t max_event_chunks = 4;  // 4 MiB per location at most
+
+struct chunk_list {
+  std::vector<void*> chunks;
+};
+
+void* allocate_chunk(void*, OTF2_FileType type, OTF2_LocationRef, void** per_buffer,
+                     uint64_t size) {
+  auto* list = static_cast<chunk_list*>(*per_buffer);
+  if (list == nullptr) {
+    list = new (std::nothrow) chunk_list;
+    if (list == nullptr) return nullptr;
+    *per_buffer = list;
+  }
+  if (type == OTF2_FILETYPE_EVENTS && list->chunks.size() >= max_event_chunks) return nullptr;
+  void* chunk = std::malloc(size);
+  if (chunk == nullptr) return nullptr;
+  try {
+    list->chunks.push_back(chunk);
+  } catch (...) {
+    std::free(chunk);
+    return nullptr;
+  }
+  return chunk;
+}
+
+void free_chunks(void*, OTF2_FileType, OTF2_LocationRef, void** per_buffer, bool final) {
+  auto* list = static_cast<chunk_list*>(*per_buffer);
+  if (list == nullptr) return;
+  for (void* chunk : list->chunks) std::free(chunk);
+  list->chunks.clear();
+  if (final) {
+    delete list;
+    *per_buffer = nullptr;
+  }
+}
+
 class otf2_backend final : public runtime::backend {
  public:
   otf2_backend(const session_info& session, std::string directory)
@@ -102,14 +149,20 @@ class otf2_backend final : public runtime::backend {
   /// Opens the archive; returns "" or the reason it failed.
   std::string start() {
     archive_ = OTF2_Archive_Open(directory_.c_str(), archive_name, OTF2_FILEMODE_WRITE,
-                                 1024 * 1024 /* events chunk */, 4 * 1024 * 1024 /* defs */,
+                                 chunk_size_events, chunk_size_definitions,
                                  OTF2_SUBSTRATE_POSIX, OTF2_COMPRESSION_NONE);
     if (archive_ == nullptr) return "OTF2_Archive_Open failed";
     flush_callbacks_.otf2_pre_flush = pre_flush;
-    flush_callbacks_.otf2_post_flush = [](void* data, OTF2_FileType, OTF2_LocationRef) {
-      return static_cast<otf2_backend*>(data)->latest_;
+    // The BufferFlush record OTF2 adds ends at this time: the last one written on
+    // the location, so that its events stay in time order.
+    flush_callbacks_.otf2_post_flush = [](void* data, OTF2_FileType, OTF2_LocationRef location) {
+      return static_cast<otf2_backend*>(data)->last_time(location);
     };
+    memory_callbacks_.otf2_allocate = allocate_chunk;
+    memory_callbacks_.otf2_free_all = free_chunks;
     if (!ok(OTF2_Archive_SetFlushCallbacks(archive_, &flush_callbacks_, this), "flush callbacks") ||
+        !ok(OTF2_Archive_SetMemoryCallbacks(archive_, &memory_callbacks_, nullptr),
+            "memory callbacks") ||
         !ok(OTF2_Archive_SetSerialCollectiveCallbacks(archive_), "collective callbacks") ||
         !ok(OTF2_Archive_SetCreator(archive_, ("ferret " + session_.ferret_version).c_str()),
             "creator") ||
@@ -239,6 +292,10 @@ class otf2_backend final : public runtime::backend {
   }
 
  private:
+  std::uint64_t last_time(OTF2_LocationRef location) const noexcept {
+    return location < locations_.size() ? locations_[location].last : latest_;
+  }
+
   bool ok(OTF2_ErrorCode code, const char* what) {
     if (code == OTF2_SUCCESS) return true;
     if (!failed_) {
@@ -559,6 +616,7 @@ class otf2_backend final : public runtime::backend {
   std::string directory_;
   OTF2_Archive* archive_ = nullptr;
   OTF2_FlushCallbacks flush_callbacks_{};
+  OTF2_MemoryCallbacks memory_callbacks_{};
   OTF2_MarkerWriter* marker_writer_ = nullptr;
   bool closed_ = false;
   bool failed_ = false;

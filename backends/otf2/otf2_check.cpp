@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <otf2/otf2.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <unordered_map>
 #include <vector>
@@ -118,6 +119,14 @@ OTF2_CallbackCode on_metric(OTF2_LocationRef location, OTF2_TimeStamp time, void
   ++s.out->metric_samples;
   return OTF2_CALLBACK_SUCCESS;
 }
+OTF2_CallbackCode on_buffer_flush(OTF2_LocationRef location, OTF2_TimeStamp time, void* data,
+                                  OTF2_AttributeList*, OTF2_TimeStamp stop) {
+  state& s = of(data);
+  s.event(location, time, "BufferFlush");
+  s.last_time[location] = std::max(s.last_time[location], stop);
+  ++s.out->buffer_flushes;
+  return OTF2_CALLBACK_SUCCESS;
+}
 void rma_start(state& s, OTF2_LocationRef location, uint32_t remote, uint64_t matching) {
   if (s.out->locations.find(remote) == s.out->locations.end())
     s.error(fmt::format("RMA on location {} with undefined remote {}", location, remote));
@@ -230,6 +239,7 @@ report check_archive(const std::string& anchor) {
   OTF2_GlobalEvtReaderCallbacks_SetEnterCallback(evt_callbacks, on_enter);
   OTF2_GlobalEvtReaderCallbacks_SetLeaveCallback(evt_callbacks, on_leave);
   OTF2_GlobalEvtReaderCallbacks_SetMetricCallback(evt_callbacks, on_metric);
+  OTF2_GlobalEvtReaderCallbacks_SetBufferFlushCallback(evt_callbacks, on_buffer_flush);
   OTF2_GlobalEvtReaderCallbacks_SetRmaGetCallback(evt_callbacks, on_get);
   OTF2_GlobalEvtReaderCallbacks_SetRmaPutCallback(evt_callbacks, on_put);
   OTF2_GlobalEvtReaderCallbacks_SetRmaOpCompleteBlockingCallback(evt_callbacks, on_complete);

@@ -33,6 +33,7 @@ struct report {
   std::uint64_t rma_gets = 0, rma_puts = 0, rma_completions = 0;
   std::uint64_t get_bytes = 0, put_bytes = 0;
   std::uint64_t metric_samples = 0;
+  std::uint64_t buffer_flushes = 0;  // BufferFlush records OTF2 wrote
   std::vector<std::string> markers;  // marker texts
   std::map<std::string, std::string> properties;
   std::uint64_t timer_resolution = 0;
