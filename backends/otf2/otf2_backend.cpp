@@ -136,6 +136,12 @@ void free_chunks(void*, OTF2_FileType, OTF2_LocationRef, void** per_buffer, bool
   }
 }
 
+std::vector<OTF2_Archive*>& abandoned_archives() {
+  // Never destroyed, so that the handles stay reachable to the end.
+  static auto* archives = new std::vector<OTF2_Archive*>;
+  return *archives;
+}
+
 class otf2_backend final : public runtime::backend {
  public:
   otf2_backend(const session_info& session, std::string directory)
@@ -276,7 +282,14 @@ class otf2_backend final : public runtime::backend {
 
   void abandon() noexcept override {
     // A fork child: the parent owns the archive. OTF2 has no way to drop an open
-    // archive without writing, so the handle is leaked (the child's copy).
+    // archive without writing, so the handle is never closed; it stays reachable
+    // from abandoned_archives (no leak report), and its memory is the child's copy.
+    if (archive_ != nullptr) {
+      try {
+        abandoned_archives().push_back(archive_);
+      } catch (...) {  // out of memory: lose the handle rather than write
+      }
+    }
     archive_ = nullptr;
     closed_ = true;
     locations_.clear();

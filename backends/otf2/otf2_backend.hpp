@@ -6,8 +6,10 @@
 // directories, the anchor file traces.otf2, the global definitions traces.def
 // and the event files traces/<location>.evt. FERRET_OUTPUT=run → run/traces.otf2;
 // FERRET_OUTPUT=run.otf2 → the same; FERRET_OUTPUT=dir/ →
-// dir/ferret-<exe>-<pid>/traces.otf2. An existing archive is never overwritten:
-// the backend refuses to start (the OTF2 writer cannot reuse one).
+// dir/ferret-<exe>-<pid>/traces.otf2 (and so does FERRET_OUTPUT=run when run is
+// an existing directory, e.g. the archive of an earlier run: the runtime treats
+// an existing directory as one to write into). An existing archive is never
+// overwritten: the backend refuses to start (the OTF2 writer cannot reuse one).
 //
 // Layout: clock properties (1 ns resolution, global offset = the session's start on
 // CLOCK_MONOTONIC_RAW, realtime timestamp = the same instant on CLOCK_REALTIME);
@@ -42,10 +44,12 @@
 // metadata (FERRET::RUNTIME::<KEY>) and run metadata (FERRET::RUN::<KEY>), keys
 // upper-cased with every other character than A-Z0-9 replaced by '_'.
 //
-// Memory stays bounded: events go through OTF2's buffered event writers whose
-// pre-flush callback lets full chunks go to disk. Definitions (names, locations)
-// are kept until the final flush, which writes them and closes the archive: the
-// archive is readable only after the final flush.
+// Memory stays bounded: events go through OTF2's buffered event writers (1 MiB
+// chunks); memory callbacks give each location at most 4 chunks, and when a
+// writer needs a fifth OTF2 flushes that location's chunks to its .evt file
+// (OTF2 then adds a BufferFlush record). Definitions (names, locations) and
+// markers are kept until the final flush, which writes them and closes the
+// archive: the archive is readable only after the final flush.
 #pragma once
 
 #include "ferret/runtime/backend.hpp"

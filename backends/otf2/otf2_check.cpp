@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <fstream>
 #include <unordered_map>
 #include <vector>
 
@@ -249,7 +250,13 @@ report check_archive(const std::string& anchor) {
   OTF2_Reader_CloseGlobalEvtReader(reader, events);
   OTF2_Reader_CloseEvtFiles(reader);
 
-  if (OTF2_MarkerReader* markers = OTF2_Reader_GetMarkerReader(reader); markers != nullptr) {
+  // Markers live in <archive>.marker, written only when there are markers
+  // (asking for a reader without one makes OTF2 print errors).
+  const std::string marker_file =
+      anchor.substr(0, anchor.size() - (anchor.size() >= 5 ? 5 : 0)) + ".marker";
+  OTF2_MarkerReader* markers = nullptr;
+  if (std::ifstream{marker_file}.good()) markers = OTF2_Reader_GetMarkerReader(reader);
+  if (markers != nullptr) {
     OTF2_MarkerReaderCallbacks* marker_callbacks = OTF2_MarkerReaderCallbacks_New();
     OTF2_MarkerReaderCallbacks_SetMarkerCallback(marker_callbacks, on_marker);
     OTF2_Reader_RegisterMarkerCallbacks(reader, markers, marker_callbacks, &s);
