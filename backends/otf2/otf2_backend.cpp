@@ -639,7 +639,7 @@ class otf2_backend final : public runtime::backend {
       add_kernel_attributes(a.kernel);
     } else {
       if (memset_region_ == no_ref)
-        memset_region_ = add_region("cudaMemset", "", OTF2_REGION_ROLE_DATA_TRANSFER,
+        memset_region_ = add_region("Memset", "", OTF2_REGION_ROLE_DATA_TRANSFER,
                                     OTF2_PARADIGM_CUDA, "", 0);
       region = memset_region_;
       add_object_attribute(attribute_object, a.destination_object);

@@ -35,7 +35,8 @@
 //               thread, static/dynamic shared memory, local memory, theoretical
 //               occupancy, correlation id, calling context (annotated regions)
 //               and the launching API call. Memsets → region "cudaMemset"
-//               (DATA_TRANSFER) with the object set and the memory kind.
+//               (DATA_TRANSFER, named as in the chrome trace) with the object set and the
+//               memory kind.
 //   copies    → one-sided communication as Score-P writes CUDA memcpys: RmaGet
 //               when the stream's device receives (HtoD, peer copies into it),
 //               RmaPut otherwise, at the start on the stream's location;

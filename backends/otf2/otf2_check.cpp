@@ -193,6 +193,7 @@ OTF2_CallbackCode on_metric(OTF2_LocationRef location, OTF2_TimeStamp time, void
       default: value = static_cast<double>(values[0].unsigned_int); break;
     }
     s.out->last_metric_values[name] = value;
+    ++s.out->metric_sample_counts[name];
   }
   return OTF2_CALLBACK_SUCCESS;
 }

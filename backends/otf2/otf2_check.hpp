@@ -40,7 +40,8 @@ struct report {
   std::uint64_t get_bytes = 0, put_bytes = 0;
   std::map<std::string, region_total> region_totals;  // by region name, all locations
   std::uint64_t metric_samples = 0;
-  std::map<std::string, double> last_metric_values;  // by metric member name
+  std::map<std::string, double> last_metric_values;         // by metric member name
+  std::map<std::string, std::uint64_t> metric_sample_counts;  // by metric member name
   std::map<std::string, std::uint64_t> attribute_counts;                // events carrying it
   std::map<std::string, std::set<std::string>> attribute_strings;       // string attributes' values
   std::uint64_t buffer_flushes = 0;  // BufferFlush records OTF2 wrote
