@@ -25,7 +25,7 @@ add_executable(chrome-otf2-compare chrome_otf2_compare_main.cpp)
 target_link_libraries(chrome-otf2-compare PRIVATE ferret_chrome_otf2_compare ferret_warnings)
 add_test(NAME otf2_chrome_same_events
          COMMAND ${CMAKE_COMMAND} -DHEAT=$<TARGET_FILE:heat>
-                 -DCOMPARE=$<TARGET_FILE:chrome-otf2-compare>
+                 -DCOMPARE=$<TARGET_FILE:chrome-otf2-compare> -DPRINT=${FERRET_OTF2_PRINT}
                  -DWORK=${CMAKE_CURRENT_BINARY_DIR}/otf2_chrome_same_events
                  -P ${CMAKE_CURRENT_SOURCE_DIR}/otf2_chrome_same_events.cmake)
 set_tests_properties(otf2_chrome_same_events PROPERTIES LABELS "process")
