@@ -738,7 +738,8 @@ TEST_CASE("ops traced to OTF2 and chrome at once: streams, copies, bytes, attrib
   CHECK(report.get_bytes == std::uint64_t{mebibyte});
   CHECK(report.put_bytes == std::uint64_t{mebibyte});
   const std::string kernel_name = "saxpy(int, float, float const*, float*)";
-  for (const std::string name : {"setup", "compute", "readback", kernel_name, std::string{"Memset"}})
+  const std::vector<std::string> region_names{"setup", "compute", "readback", kernel_name, "Memset"};
+  for (const std::string& name : region_names)
     CHECK_MESSAGE(report.regions.count(name) == 1, name);
   CHECK(report.region_paradigms.at(kernel_name) == 5);  // CUDA
   CHECK(report.attribute_strings.at("grid") == std::set<std::string>{"512,2,1"});
