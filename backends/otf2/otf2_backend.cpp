@@ -1,0 +1,913 @@
+// The OTF2 backend. See otf2_backend.hpp for the layout.
+#include "otf2_backend.hpp"
+
+#include <fmt/format.h>
+#include <otf2/otf2.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <map>
+#include <memory>
+#include <new>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace ferret::otf2 {
+namespace {
+
+using runtime::gpu_activity;
+using runtime::gpu_operation;
+using runtime::name_info;
+using runtime::record;
+using runtime::record_kind;
+using runtime::session_info;
+using runtime::session_status;
+using runtime::thread_info;
+
+constexpr std::uint32_t no_ref = std::numeric_limits<std::uint32_t>::max();
+constexpr const char* archive_name = "traces";
+
+bool same_region(const name_info* a, const name_info* b) noexcept {
+  return a == b || (a->name == b->name && a->domain == b->domain);
+}
+
+// An OTF2 property name: FERRET::<PREFIX><KEY> with KEY in [A-Z0-9_].
+std::string property_name(std::string_view prefix, std::string_view key) {
+  std::string name{"FERRET::"};
+  name.append(prefix);
+  for (const char c : key) {
+    if (c >= 'a' && c <= 'z')
+      name.push_back(static_cast<char>(c - 'a' + 'A'));
+    else if ((c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))
+      name.push_back(c);
+    else
+      name.push_back('_');
+  }
+  return name;
+}
+
+std::string to_text(const runtime::metadata_value& value) {
+  if (const auto* text = std::get_if<std::string>(&value)) return *text;
+  if (const auto* integer = std::get_if<std::int64_t>(&value)) return fmt::format("{}", *integer);
+  return fmt::format("{}", std::get<double>(value));
+}
+
+struct frame {
+  const name_info* name;
+  std::uint32_t region;
+};
+
+struct location {
+  std::string name;
+  OTF2_LocationType type;
+  std::uint32_t group;  // location group
+  OTF2_EvtWriter* writer;
+  std::uint64_t last = 0;    // last timestamp written on it
+  std::vector<frame> stack;  // host threads: open regions
+};
+
+struct region_def {
+  std::uint32_t name;  // string refs
+  std::uint32_t description;
+  OTF2_RegionRole role;
+  OTF2_Paradigm paradigm;
+  std::uint32_t file;
+  std::uint32_t line;
+};
+
+// Attributes on GPU events (Enter of kernels and memsets, RmaGet/RmaPut of
+// copies): what Score-P users find in the event details in Vampir.
+enum attribute : std::uint32_t {
+  attribute_correlation,
+  attribute_context,
+  attribute_launch,
+  attribute_grid,
+  attribute_block,
+  attribute_registers,
+  attribute_static_shared_memory,
+  attribute_dynamic_shared_memory,
+  attribute_local_memory,
+  attribute_occupancy,
+  attribute_source_object,
+  attribute_destination_object,
+  attribute_object,
+  attribute_memory_kind,
+  attribute_source_device,
+  attribute_destination_device,
+  attribute_count
+};
+
+struct attribute_def {
+  const char* name;
+  const char* description;
+  OTF2_Type type;
+};
+
+constexpr attribute_def attribute_defs[attribute_count] = {
+    {"correlation id", "the CUDA API call's correlation id", OTF2_TYPE_UINT64},
+    {"calling context", "annotated regions open when the operation was launched", OTF2_TYPE_STRING},
+    {"launch", "the API call that launched the operation", OTF2_TYPE_STRING},
+    {"grid", "grid size x,y,z", OTF2_TYPE_STRING},
+    {"block", "block size x,y,z", OTF2_TYPE_STRING},
+    {"registers per thread", "", OTF2_TYPE_UINT32},
+    {"static shared memory", "bytes per block", OTF2_TYPE_UINT32},
+    {"dynamic shared memory", "bytes per block", OTF2_TYPE_UINT32},
+    {"local memory per thread", "bytes", OTF2_TYPE_UINT32},
+    {"theoretical occupancy", "active warps per SM / maximum", OTF2_TYPE_DOUBLE},
+    {"source object", "the data object copied from", OTF2_TYPE_STRING},
+    {"destination object", "the data object copied to", OTF2_TYPE_STRING},
+    {"object", "the data object set", OTF2_TYPE_STRING},
+    {"memory kind", "", OTF2_TYPE_STRING},
+    {"source device", "-1 for host memory", OTF2_TYPE_INT32},
+    {"destination device", "-1 for host memory", OTF2_TYPE_INT32},
+};
+
+// OTF2 keeps markers in memory until the archive is closed: at most this many
+// (marks and data-object changes); the others are counted.
+constexpr std::uint64_t max_markers = 100'000;
+
+struct metric_def {
+  std::uint32_t name;  // string refs
+  std::uint32_t unit;
+};
+
+struct location_group_def {
+  std::uint32_t name;
+  OTF2_LocationGroupType type;
+  std::uint32_t creator;  // creating group, no_ref for the process
+};
+
+OTF2_FlushType pre_flush(void*, OTF2_FileType, OTF2_LocationRef, void*, bool) { return OTF2_FLUSH; }
+
+// OTF2 writes a buffer's chunks to disk only when it cannot get another chunk:
+// without memory callbacks it mallocs without limit and holds the whole trace
+// until the archive is closed. These callbacks give each event buffer at most
+// max_event_chunks chunks; the next request fails, which makes OTF2 flush that
+// buffer (pre_flush says OTF2_FLUSH), release its chunks and ask again.
+// Definition and marker buffers are not limited (they are small).
+constexpr std::uint64_t chunk_size_events = 1024 * 1024;
+constexpr std::uint64_t chunk_size_definitions = 4 * 1024 * 1024;
+constexpr std::size_t max_event_chunks = 4;  // 4 MiB per location at most
+
+struct chunk_list {
+  std::vector<void*> chunks;
+};
+
+void* allocate_chunk(void*, OTF2_FileType type, OTF2_LocationRef, void** per_buffer,
+                     uint64_t size) {
+  auto* list = static_cast<chunk_list*>(*per_buffer);
+  if (list == nullptr) {
+    list = new (std::nothrow) chunk_list;
+    if (list == nullptr) return nullptr;
+    *per_buffer = list;
+  }
+  if (type == OTF2_FILETYPE_EVENTS && list->chunks.size() >= max_event_chunks) return nullptr;
+  void* chunk = std::malloc(size);
+  if (chunk == nullptr) return nullptr;
+  try {
+    list->chunks.push_back(chunk);
+  } catch (...) {
+    std::free(chunk);
+    return nullptr;
+  }
+  return chunk;
+}
+
+void free_chunks(void*, OTF2_FileType, OTF2_LocationRef, void** per_buffer, bool final) {
+  auto* list = static_cast<chunk_list*>(*per_buffer);
+  if (list == nullptr) return;
+  for (void* chunk : list->chunks) std::free(chunk);
+  list->chunks.clear();
+  if (final) {
+    delete list;
+    *per_buffer = nullptr;
+  }
+}
+
+std::vector<OTF2_Archive*>& abandoned_archives() {
+  // Never destroyed, so that the handles stay reachable to the end.
+  static auto* archives = new std::vector<OTF2_Archive*>;
+  return *archives;
+}
+
+class otf2_backend final : public runtime::backend {
+ public:
+  otf2_backend(const session_info& session, std::string directory)
+      : session_(session), directory_(std::move(directory)) {}
+
+  // Never writes (see abandon()); an archive not closed by a final flush is left as it is.
+  ~otf2_backend() override { OTF2_AttributeList_Delete(attributes_); }
+  otf2_backend(const otf2_backend&) = delete;
+  otf2_backend& operator=(const otf2_backend&) = delete;
+
+  /// Opens the archive; returns "" or the reason it failed.
+  std::string start() {
+    archive_ = OTF2_Archive_Open(directory_.c_str(), archive_name, OTF2_FILEMODE_WRITE,
+                                 chunk_size_events, chunk_size_definitions,
+                                 OTF2_SUBSTRATE_POSIX, OTF2_COMPRESSION_NONE);
+    if (archive_ == nullptr) return "OTF2_Archive_Open failed";
+    flush_callbacks_.otf2_pre_flush = pre_flush;
+    // The BufferFlush record OTF2 adds ends at this time: the last one written on
+    // the location, so that its events stay in time order.
+    flush_callbacks_.otf2_post_flush = [](void* data, OTF2_FileType, OTF2_LocationRef location) {
+      return static_cast<otf2_backend*>(data)->last_time(location);
+    };
+    memory_callbacks_.otf2_allocate = allocate_chunk;
+    memory_callbacks_.otf2_free_all = free_chunks;
+    if (!ok(OTF2_Archive_SetFlushCallbacks(archive_, &flush_callbacks_, this), "flush callbacks") ||
+        !ok(OTF2_Archive_SetMemoryCallbacks(archive_, &memory_callbacks_, nullptr),
+            "memory callbacks") ||
+        !ok(OTF2_Archive_SetSerialCollectiveCallbacks(archive_), "collective callbacks") ||
+        !ok(OTF2_Archive_SetCreator(archive_, ("ferret " + session_.ferret_version).c_str()),
+            "creator") ||
+        !ok(OTF2_Archive_SetMachineName(archive_, session_.hostname.c_str()), "machine name") ||
+        !ok(OTF2_Archive_SetDescription(archive_, session_.command_line.c_str()), "description") ||
+        !ok(OTF2_Archive_OpenEvtFiles(archive_), "opening the event files"))
+      return error_;
+    machine_name_ = string_ref("machine");
+    node_name_ = string_ref(session_.hostname.empty() ? "node" : session_.hostname);
+    groups_.push_back({string_ref(fmt::format("{} ({})", session_.executable, session_.pid)),
+                       OTF2_LOCATION_GROUP_TYPE_PROCESS, no_ref});
+    return {};
+  }
+
+  void thread_records(const thread_info& thread, const record* records,
+                      std::size_t count) override {
+    if (closed_) return;
+    const std::uint32_t id = thread_location(thread.tid, thread.is_main, thread.name);
+    for (std::size_t i = 0; i < count && !failed_; ++i) {
+      const record& r = records[i];
+      if (r.name == nullptr) continue;
+      switch (r.kind) {
+        case record_kind::region_begin: {
+          const std::uint32_t region = region_for(*r.name);
+          location& where = locations_[id];
+          where.stack.push_back(frame{r.name, region});
+          ok(OTF2_EvtWriter_Enter(where.writer, nullptr, stamp(where, r.time_ns), region), "Enter");
+          break;
+        }
+        case record_kind::region_end: end_region(id, r); break;
+        case record_kind::mark: write_mark(id, r); break;
+        case record_kind::counter: write_counter(id, r); break;
+      }
+    }
+  }
+
+  void data_object(const runtime::data_object_event& event) override {
+    if (closed_ || event.object == nullptr) return;
+    const runtime::data_object_info& object = *event.object;
+    const bool registered = event.change == runtime::data_object_change::registered;
+    const std::string on_gpu = object.device < 0 ? "" : fmt::format(" on GPU {}", object.device);
+    const std::string text =
+        registered ? fmt::format("{} registered: {} bytes of {} memory{} at {:#x}", object.name,
+                                 object.bytes, runtime::to_string(object.memory), on_gpu,
+                                 object.address)
+                   : fmt::format("{} unregistered", object.name);
+    const std::uint32_t id =
+        thread_location(event.tid != 0 ? event.tid : session_.pid, event.tid == session_.pid, {});
+    write_marker("data object", id, event.time_ns, text);
+  }
+
+  void gpu_device(const runtime::gpu_device_info& device) override {
+    if (closed_) return;
+    const std::uint32_t group = gpu_group(device.id);
+    groups_[group].name = string_ref(fmt::format("GPU {}: {}", device.id, device.name));
+  }
+
+  void gpu_activities(const gpu_activity* activities, std::size_t count) override {
+    if (closed_) return;
+    // Per stream, in time order: the writer rejects time going backwards.
+    std::map<std::uint32_t, std::vector<const gpu_activity*>> by_location;
+    for (std::size_t i = 0; i < count; ++i) {
+      const gpu_activity& a = activities[i];
+      switch (a.operation) {
+        case gpu_operation::kernel:
+        case gpu_operation::memcpy:
+        case gpu_operation::memset:
+          by_location[stream_location(a.device, a.stream)].push_back(&a);
+          break;
+        case gpu_operation::allocation:
+        case gpu_operation::release:
+          by_location[memory_location(a.device)].push_back(&a);
+          break;
+        case gpu_operation::synchronization:
+          // A wait overlaps the stream's kernels, which a location's nesting
+          // cannot show; the host thread's API call region shows the wait.
+          ++synchronizations_not_written_;
+          break;
+      }
+    }
+    for (auto& [id, list] : by_location) {
+      std::stable_sort(list.begin(), list.end(), [](const gpu_activity* a, const gpu_activity* b) {
+        return a->start_ns != b->start_ns ? a->start_ns < b->start_ns : a->end_ns < b->end_ns;
+      });
+      for (const gpu_activity* a : list) {
+        if (failed_) return;
+        write_gpu_activity(id, *a);
+      }
+    }
+  }
+
+  void flush(const session_status& status) override {
+    if (closed_) return;
+    events_recorded_ = status.events_recorded;
+    events_dropped_ = status.events_dropped;
+    if (!status.final) return;  // OTF2's writers flush full chunks by themselves
+    closed_ = true;
+    if (failed_) {
+      OTF2_Archive_Close(archive_);
+      archive_ = nullptr;
+      return;
+    }
+    // Leave what is still open at the session's end.
+    std::uint64_t end = latest_;
+    for (std::uint32_t id = 0; id < locations_.size(); ++id) {
+      location& where = locations_[id];
+      for (std::size_t k = where.stack.size(); k > 0; --k) {
+        ok(OTF2_EvtWriter_Leave(where.writer, nullptr, std::max(end, where.last),
+                                where.stack[k - 1].region),
+           "Leave");
+        ++unfinished_regions_;
+      }
+      where.stack.clear();
+    }
+    set_properties(status);
+    std::vector<std::uint64_t> event_counts(locations_.size(), 0);
+    for (std::size_t id = 0; id < locations_.size(); ++id) {
+      OTF2_EvtWriter_GetNumberOfEvents(locations_[id].writer, &event_counts[id]);
+      ok(OTF2_Archive_CloseEvtWriter(archive_, locations_[id].writer), "closing an event writer");
+    }
+    ok(OTF2_Archive_CloseEvtFiles(archive_), "closing the event files");
+    ok(OTF2_Archive_OpenDefFiles(archive_), "opening the definition files");
+    for (std::size_t id = 0; id < locations_.size(); ++id) {
+      OTF2_DefWriter* writer = OTF2_Archive_GetDefWriter(archive_, id);
+      if (writer != nullptr) ok(OTF2_Archive_CloseDefWriter(archive_, writer), "definitions");
+    }
+    ok(OTF2_Archive_CloseDefFiles(archive_), "closing the definition files");
+    write_global_definitions(event_counts);
+    ok(OTF2_Archive_Close(archive_), "closing the archive");
+    archive_ = nullptr;
+  }
+
+  void abandon() noexcept override {
+    // A fork child: the parent owns the archive. OTF2 has no way to drop an open
+    // archive without writing, so the handle is never closed; it stays reachable
+    // from abandoned_archives (no leak report), and its memory is the child's copy.
+    if (archive_ != nullptr) {
+      try {
+        abandoned_archives().push_back(archive_);
+      } catch (...) {  // out of memory: lose the handle rather than write
+      }
+    }
+    archive_ = nullptr;
+    closed_ = true;
+    locations_.clear();
+    strings_.clear();
+    string_ids_.clear();
+  }
+
+  std::string describe() const override {
+    std::string line = fmt::format("otf2 archive: {}/{}.otf2 ({} locations)", directory_,
+                                   archive_name, locations_.size());
+    if (failed_) fmt::format_to(std::back_inserter(line), ", incomplete: {}", error_);
+    return line;
+  }
+
+ private:
+  std::uint64_t last_time(OTF2_LocationRef location) const noexcept {
+    return location < locations_.size() ? locations_[location].last : latest_;
+  }
+
+  bool ok(OTF2_ErrorCode code, const char* what) {
+    if (code == OTF2_SUCCESS) return true;
+    if (!failed_) {
+      failed_ = true;
+      error_ = fmt::format("{}: {}", what, OTF2_Error_GetDescription(code));
+    }
+    return false;
+  }
+
+  // A time on the runtime's clock as an OTF2 timestamp on `where`, never
+  // earlier than the last one written there.
+  std::uint64_t stamp(location& where, std::int64_t time_ns) {
+    std::uint64_t t = offset_ + static_cast<std::uint64_t>(std::max<std::int64_t>(time_ns, 0));
+    if (time_ns < 0 || t < where.last) {
+      ++clamped_timestamps_;
+      t = std::max(t, where.last);
+    }
+    where.last = t;
+    latest_ = std::max(latest_, t);
+    return t;
+  }
+
+  std::uint32_t string_ref(const std::string& text) {
+    const auto [it, inserted] =
+        string_ids_.emplace(text, static_cast<std::uint32_t>(strings_.size()));
+    if (inserted) strings_.push_back(text);
+    return it->second;
+  }
+
+  std::uint32_t add_location(std::string name, OTF2_LocationType type, std::uint32_t group) {
+    const auto id = static_cast<std::uint32_t>(locations_.size());
+    OTF2_EvtWriter* writer = OTF2_Archive_GetEvtWriter(archive_, id);
+    if (writer == nullptr && !failed_) {
+      failed_ = true;
+      error_ = "OTF2_Archive_GetEvtWriter failed";
+    }
+    locations_.push_back(location{std::move(name), type, group, writer, offset_, {}});
+    return id;
+  }
+
+  std::uint32_t thread_location(std::uint64_t tid, bool is_main, std::string_view name) {
+    auto it = threads_.find(tid);
+    if (it == threads_.end()) {
+      it = threads_.emplace(tid, add_location({}, OTF2_LOCATION_TYPE_CPU_THREAD, 0)).first;
+    }
+    location& where = locations_[it->second];
+    if (!name.empty())
+      where.name.assign(name);
+    else if (where.name.empty())
+      where.name = is_main ? "main thread" : fmt::format("thread {}", tid);
+    return it->second;
+  }
+
+  std::uint32_t gpu_group(std::uint32_t device) {
+    const auto it = gpus_.find(device);
+    if (it != gpus_.end()) return it->second;
+    const auto group = static_cast<std::uint32_t>(groups_.size());
+    groups_.push_back(
+        {string_ref(fmt::format("GPU {}", device)), OTF2_LOCATION_GROUP_TYPE_ACCELERATOR, 0});
+    gpus_.emplace(device, group);
+    return group;
+  }
+
+  std::uint32_t stream_location(std::uint32_t device, std::uint32_t stream) {
+    const std::uint64_t key = (std::uint64_t{device} << 32U) | stream;
+    const auto it = streams_.find(key);
+    if (it != streams_.end()) return it->second;
+    const std::uint32_t id = add_location(fmt::format("GPU {} stream {}", device, stream),
+                                          OTF2_LOCATION_TYPE_ACCELERATOR_STREAM, gpu_group(device));
+    streams_.emplace(key, id);
+    return id;
+  }
+
+  std::uint32_t add_region(const std::string& name, const std::string& description,
+                           OTF2_RegionRole role, OTF2_Paradigm paradigm, const std::string& file,
+                           std::uint32_t line) {
+    const auto id = static_cast<std::uint32_t>(regions_.size());
+    regions_.push_back(region_def{string_ref(name), string_ref(description), role, paradigm,
+                                  string_ref(file), line});
+    return id;
+  }
+
+  std::uint32_t region_for(const name_info& name) {
+    if (name.id >= region_of_name_.size()) region_of_name_.resize(name.id + 1U, no_ref);
+    std::uint32_t& region = region_of_name_[name.id];
+    if (region == no_ref) {
+      const bool cuda = name.domain == "cuda";
+      region = add_region(name.name, name.domain, OTF2_REGION_ROLE_FUNCTION,
+                          cuda ? OTF2_PARADIGM_CUDA : OTF2_PARADIGM_USER, name.file,
+                          name.line);
+    }
+    return region;
+  }
+
+  void end_region(std::uint32_t id, const record& end) {
+    location& where = locations_[id];
+    std::vector<frame>& stack = where.stack;
+    std::size_t match = stack.size();
+    while (match > 0 && !same_region(stack[match - 1].name, end.name)) --match;
+    if (match == 0) {
+      ++unmatched_region_ends_;
+      return;
+    }
+    if (match < stack.size()) ++unbalanced_region_ends_;
+    for (std::size_t k = stack.size(); k >= match; --k)
+      ok(OTF2_EvtWriter_Leave(where.writer, nullptr, stamp(where, end.time_ns),
+                              stack[k - 1].region),
+         "Leave");
+    stack.resize(match - 1);
+  }
+
+  void write_mark(std::uint32_t id, const record& mark) {
+    write_marker(mark.name->domain.empty() ? "mark" : mark.name->domain, id, mark.time_ns,
+                 mark.name->name);
+  }
+
+  // A marker on location `id` (its scope); category = the marker definition.
+  void write_marker(const std::string& category, std::uint32_t id, std::int64_t time_ns,
+                    const std::string& text) {
+    if (markers_ >= max_markers) {
+      ++markers_not_written_;
+      return;
+    }
+    if (marker_writer_ == nullptr) {
+      marker_writer_ = OTF2_Archive_GetMarkerWriter(archive_);
+      if (marker_writer_ == nullptr) {
+        ++markers_not_written_;
+        return;
+      }
+    }
+    auto it = marker_defs_.find(category);
+    if (it == marker_defs_.end()) {
+      const auto ref = static_cast<std::uint32_t>(marker_defs_.size());
+      it = marker_defs_.emplace(category, ref).first;
+      ok(OTF2_MarkerWriter_WriteDefMarker(marker_writer_, ref, "ferret", category.c_str(),
+                                          OTF2_SEVERITY_NONE),
+         "marker definition");
+    }
+    const std::uint64_t t =
+        offset_ + static_cast<std::uint64_t>(std::max<std::int64_t>(time_ns, 0));
+    latest_ = std::max(latest_, t);
+    ok(OTF2_MarkerWriter_WriteMarker(marker_writer_, t, 0, it->second, OTF2_MARKER_SCOPE_LOCATION,
+                                     id, text.c_str()),
+       "marker");
+    ++markers_;
+  }
+
+  void write_counter(std::uint32_t id, const record& sample) {
+    const name_info& name = *sample.name;
+    if (name.id >= metric_of_name_.size()) metric_of_name_.resize(name.id + 1U, no_ref);
+    std::uint32_t& metric = metric_of_name_[name.id];
+    if (metric == no_ref) metric = add_metric(name.name, "");
+    write_metric(id, sample.time_ns, metric, sample.value);
+  }
+
+  std::uint32_t add_metric(const std::string& name, const std::string& unit) {
+    const auto id = static_cast<std::uint32_t>(metrics_.size());
+    metrics_.push_back(metric_def{string_ref(name), string_ref(unit)});
+    return id;
+  }
+
+  void write_metric(std::uint32_t id, std::int64_t time_ns, std::uint32_t metric, double sample) {
+    location& where = locations_[id];
+    const OTF2_Type type = OTF2_TYPE_DOUBLE;
+    OTF2_MetricValue value;
+    value.floating_point = sample;
+    ok(OTF2_EvtWriter_Metric(where.writer, nullptr, stamp(where, time_ns), metric, 1, &type, &value),
+       "Metric");
+  }
+
+  // The host location a copy talks to: the launching thread's, else the main thread's.
+  std::uint32_t host_location(const gpu_activity& a) {
+    if (a.launch.tid != 0) return thread_location(a.launch.tid, a.launch.tid == session_.pid, {});
+    return thread_location(session_.pid, true, {});
+  }
+
+  std::uint32_t kernel_region(const char* mangled) {
+    const auto it = kernel_regions_.find(mangled);
+    if (it != kernel_regions_.end()) return it->second;
+    const std::string name = runtime::demangled_kernel_name(mangled);
+    auto [by_name, inserted] = kernel_by_name_.emplace(name, no_ref);
+    if (inserted)
+      by_name->second = add_region(name, mangled != nullptr ? mangled : "", OTF2_REGION_ROLE_FUNCTION,
+                                   OTF2_PARADIGM_CUDA, "", 0);
+    kernel_regions_.emplace(mangled, by_name->second);
+    return by_name->second;
+  }
+
+  // "GPU <n> memory": a metric location in the GPU's group, for the memory
+  // allocated on the device and as the remote end of peer-to-peer copies.
+  std::uint32_t memory_location(std::uint32_t device) {
+    const auto it = gpu_memory_.find(device);
+    if (it != gpu_memory_.end()) return it->second;
+    const std::uint32_t id = add_location(fmt::format("GPU {} memory", device),
+                                          OTF2_LOCATION_TYPE_METRIC, gpu_group(device));
+    gpu_memory_.emplace(device, id);
+    return id;
+  }
+
+  // Attributes naming where an operation came from (built once per context node:
+  // nodes live as long as the session).
+  void add_launch_attributes(const gpu_activity& a) {
+    if (a.launch.correlation != 0)
+      OTF2_AttributeList_AddUint64(attributes_, attribute_correlation, a.launch.correlation);
+    if (a.launch.context == nullptr) return;
+    auto [it, inserted] = context_strings_.try_emplace(a.launch.context, no_ref, no_ref);
+    if (inserted) {
+      if (const std::string path = runtime::context_path(a.launch.context); !path.empty())
+        it->second.first = string_ref(path);
+      if (const name_info* call = runtime::launching_call(a.launch.context); call != nullptr)
+        it->second.second = string_ref(call->name);
+    }
+    if (it->second.first != no_ref)
+      OTF2_AttributeList_AddStringRef(attributes_, attribute_context, it->second.first);
+    if (it->second.second != no_ref)
+      OTF2_AttributeList_AddStringRef(attributes_, attribute_launch, it->second.second);
+  }
+
+  void add_object_attribute(attribute key, const runtime::data_object_info* object) {
+    if (object != nullptr) OTF2_AttributeList_AddStringRef(attributes_, key, string_ref(object->name));
+  }
+
+  void add_kernel_attributes(const runtime::kernel_attributes& k) {
+    OTF2_AttributeList_AddStringRef(
+        attributes_, attribute_grid, string_ref(fmt::format("{},{},{}", k.grid[0], k.grid[1], k.grid[2])));
+    OTF2_AttributeList_AddStringRef(
+        attributes_, attribute_block,
+        string_ref(fmt::format("{},{},{}", k.block[0], k.block[1], k.block[2])));
+    OTF2_AttributeList_AddUint32(attributes_, attribute_registers, k.registers_per_thread);
+    OTF2_AttributeList_AddUint32(attributes_, attribute_static_shared_memory, k.static_shared_memory);
+    OTF2_AttributeList_AddUint32(attributes_, attribute_dynamic_shared_memory,
+                                 k.dynamic_shared_memory);
+    OTF2_AttributeList_AddUint32(attributes_, attribute_local_memory, k.local_memory_per_thread);
+    if (k.occupancy >= 0) OTF2_AttributeList_AddDouble(attributes_, attribute_occupancy, k.occupancy);
+  }
+
+  void write_gpu_activity(std::uint32_t id, const gpu_activity& a) {
+    attributes_used_ = true;
+    switch (a.operation) {
+      case gpu_operation::memcpy: write_copy(id, a); return;
+      case gpu_operation::allocation:
+      case gpu_operation::release: write_allocation(id, a); return;
+      case gpu_operation::kernel:
+      case gpu_operation::memset: break;
+      case gpu_operation::synchronization: return;  // not delivered here (see gpu_activities)
+    }
+    std::uint32_t region = 0;
+    add_launch_attributes(a);
+    if (a.operation == gpu_operation::kernel) {
+      region = kernel_region(a.name);
+      add_kernel_attributes(a.kernel);
+    } else {
+      if (memset_region_ == no_ref)
+        memset_region_ = add_region("Memset", "", OTF2_REGION_ROLE_DATA_TRANSFER,
+                                    OTF2_PARADIGM_CUDA, "", 0);
+      region = memset_region_;
+      add_object_attribute(attribute_object, a.destination_object);
+      OTF2_AttributeList_AddStringRef(attributes_, attribute_memory_kind,
+                                      string_ref(std::string{runtime::to_string(a.memory)}));
+    }
+    location& where = locations_[id];
+    ok(OTF2_EvtWriter_Enter(where.writer, attributes_, stamp(where, a.start_ns), region), "Enter");
+    ok(OTF2_EvtWriter_Leave(where.writer, nullptr, stamp(where, std::max(a.end_ns, a.start_ns)),
+                            region),
+       "Leave");
+  }
+
+  // A copy as Score-P writes CUDA memcpys: one-sided communication from the
+  // stream's location. The device gets data (RmaGet) when it is the destination
+  // and puts it (RmaPut) otherwise. Remote: the launching host thread for copies
+  // from or to the host, the other GPU's memory location for peer copies, the
+  // stream itself for copies within one device.
+  void write_copy(std::uint32_t id, const gpu_activity& a) {
+    const auto device = static_cast<std::int32_t>(a.device);
+    std::uint32_t remote = id;
+    bool get = a.copy == runtime::copy_kind::host_to_device;
+    if (a.copy == runtime::copy_kind::peer_to_peer) {
+      const std::int32_t peer =
+          a.source_device == device ? a.destination_device : a.source_device;
+      get = a.destination_device == device;
+      if (peer >= 0) remote = memory_location(static_cast<std::uint32_t>(peer));
+    } else if (a.copy != runtime::copy_kind::device_to_device) {
+      remote = host_location(a);
+    }
+    add_launch_attributes(a);
+    add_object_attribute(attribute_source_object, a.source_object);
+    add_object_attribute(attribute_destination_object, a.destination_object);
+    OTF2_AttributeList_AddInt32(attributes_, attribute_source_device, a.source_device);
+    OTF2_AttributeList_AddInt32(attributes_, attribute_destination_device, a.destination_device);
+    location& where = locations_[id];
+    const std::uint64_t matching = ++copies_;
+    const std::uint64_t start = stamp(where, a.start_ns);
+    if (get)
+      ok(OTF2_EvtWriter_RmaGet(where.writer, attributes_, start, 0, remote, a.bytes, matching),
+         "RmaGet");
+    else
+      ok(OTF2_EvtWriter_RmaPut(where.writer, attributes_, start, 0, remote, a.bytes, matching),
+         "RmaPut");
+    ok(OTF2_EvtWriter_RmaOpCompleteBlocking(where.writer, nullptr,
+                                            stamp(where, std::max(a.end_ns, a.start_ns)), 0,
+                                            matching),
+       "RmaOpCompleteBlocking");
+  }
+
+  // Memory allocated on a device, per memory kind, as a metric on the GPU's
+  // memory location (Vampir draws it as a counter).
+  void write_allocation(std::uint32_t id, const gpu_activity& a) {
+    const std::uint64_t key = (std::uint64_t{a.device} << 8U) | static_cast<std::uint8_t>(a.memory);
+    auto [it, inserted] = allocated_.try_emplace(key);
+    if (inserted)
+      it->second.metric = add_metric(
+          fmt::format("GPU {} allocated {} memory", a.device, runtime::to_string(a.memory)), "bytes");
+    std::uint64_t& bytes = it->second.bytes;
+    if (a.operation == gpu_operation::allocation)
+      bytes += a.bytes;
+    else
+      bytes -= std::min(bytes, a.bytes);
+    write_metric(id, a.start_ns, it->second.metric, static_cast<double>(bytes));
+  }
+
+  void set_property(std::string_view prefix, std::string_view key, const std::string& value) {
+    // An empty value would remove the property.
+    ok(OTF2_Archive_SetProperty(archive_, property_name(prefix, key).c_str(),
+                                value.empty() ? "-" : value.c_str(), true),
+       "property");
+  }
+
+  void set_properties(const session_status& status) {
+    set_property("", "VERSION", session_.ferret_version);
+    set_property("", "HOSTNAME", session_.hostname);
+    set_property("", "EXECUTABLE", session_.executable);
+    set_property("", "COMMAND_LINE", session_.command_line);
+    set_property("", "CLOCK_SOURCE", session_.clock_source);
+    set_property("", "PID", std::to_string(session_.pid));
+    set_property("", "EVENTS_RECORDED", std::to_string(events_recorded_));
+    set_property("", "EVENTS_DROPPED", std::to_string(events_dropped_));
+    set_property("", "UNMATCHED_REGION_ENDS", std::to_string(unmatched_region_ends_));
+    set_property("", "UNBALANCED_REGION_ENDS", std::to_string(unbalanced_region_ends_));
+    set_property("", "UNFINISHED_REGIONS", std::to_string(unfinished_regions_));
+    set_property("", "CLAMPED_TIMESTAMPS", std::to_string(clamped_timestamps_));
+    set_property("", "GPU_SYNCHRONIZATIONS_NOT_WRITTEN",
+                 std::to_string(synchronizations_not_written_));
+    set_property("", "MARKERS", std::to_string(markers_));
+    set_property("", "MARKERS_NOT_WRITTEN", std::to_string(markers_not_written_));
+    if (status.runtime_metadata != nullptr)
+      for (const auto& [key, value] : *status.runtime_metadata)
+        set_property("RUNTIME::", key, to_text(value));
+    if (status.user_metadata != nullptr)
+      for (const auto& [key, value] : *status.user_metadata)
+        set_property("RUN::", key, to_text(value));
+  }
+
+  void write_global_definitions(const std::vector<std::uint64_t>& event_counts) {
+    OTF2_GlobalDefWriter* w = OTF2_Archive_GetGlobalDefWriter(archive_);
+    if (w == nullptr) {
+      ok(OTF2_ERROR_INVALID, "global definition writer");
+      return;
+    }
+    // Location names and other late strings first, so that every ref exists.
+    std::vector<std::uint32_t> location_names;
+    for (const location& where : locations_) location_names.push_back(string_ref(where.name));
+    const std::uint32_t cuda_name = string_ref("CUDA");
+    const std::uint32_t node_class = string_ref("node");
+    const std::uint32_t machine_class = string_ref("machine");
+    std::vector<std::uint32_t> attribute_names, attribute_descriptions;
+    if (attributes_used_)
+      for (const attribute_def& a : attribute_defs) {
+        attribute_names.push_back(string_ref(a.name));
+        attribute_descriptions.push_back(string_ref(a.description));
+      }
+
+    const std::uint64_t length = latest_ > offset_ ? latest_ - offset_ : 0;
+    ok(OTF2_GlobalDefWriter_WriteClockProperties(
+           w, 1'000'000'000, offset_, length,
+           static_cast<std::uint64_t>(std::max<std::int64_t>(session_.start_realtime_ns, 0))),
+       "clock properties");
+    for (std::uint32_t i = 0; i < strings_.size(); ++i)
+      ok(OTF2_GlobalDefWriter_WriteString(w, i, strings_[i].c_str()), "string");
+    ok(OTF2_GlobalDefWriter_WriteSystemTreeNode(w, 0, machine_name_, machine_class,
+                                                OTF2_UNDEFINED_SYSTEM_TREE_NODE),
+       "system tree");
+    ok(OTF2_GlobalDefWriter_WriteSystemTreeNode(w, 1, node_name_, node_class, 0), "system tree");
+    for (std::uint32_t i = 0; i < groups_.size(); ++i) {
+      const location_group_def& g = groups_[i];
+      ok(OTF2_GlobalDefWriter_WriteLocationGroup(
+             w, i, g.name, g.type, 1, g.creator == no_ref ? OTF2_UNDEFINED_LOCATION_GROUP : g.creator),
+         "location group");
+    }
+    for (std::uint32_t i = 0; i < locations_.size(); ++i)
+      ok(OTF2_GlobalDefWriter_WriteLocation(w, i, location_names[i], locations_[i].type,
+                                            event_counts[i], locations_[i].group),
+         "location");
+    for (std::uint32_t i = 0; i < regions_.size(); ++i) {
+      const region_def& r = regions_[i];
+      ok(OTF2_GlobalDefWriter_WriteRegion(w, i, r.name, r.name, r.description, r.role, r.paradigm,
+                                          OTF2_REGION_FLAG_NONE, r.file, r.line, r.line),
+         "region");
+    }
+    if (copies_ > 0) {
+      // Score-P's CUDA layout: a window over a communicator of all locations;
+      // a location's rank is its id.
+      std::vector<std::uint64_t> members(locations_.size());
+      for (std::uint64_t i = 0; i < members.size(); ++i) members[i] = i;
+      const auto size = static_cast<std::uint32_t>(members.size());
+      ok(OTF2_GlobalDefWriter_WriteGroup(w, 0, cuda_name, OTF2_GROUP_TYPE_COMM_LOCATIONS,
+                                         OTF2_PARADIGM_CUDA, OTF2_GROUP_FLAG_NONE, size,
+                                         members.data()),
+         "group");
+      ok(OTF2_GlobalDefWriter_WriteGroup(w, 1, cuda_name, OTF2_GROUP_TYPE_COMM_GROUP,
+                                         OTF2_PARADIGM_CUDA, OTF2_GROUP_FLAG_NONE, size,
+                                         members.data()),
+         "group");
+      ok(OTF2_GlobalDefWriter_WriteComm(w, 0, cuda_name, 1, OTF2_UNDEFINED_COMM,
+                                        OTF2_COMM_FLAG_NONE),
+         "communicator");
+      ok(OTF2_GlobalDefWriter_WriteRmaWin(w, 0, cuda_name, 0, OTF2_RMA_WIN_FLAG_NONE), "window");
+    }
+    for (std::uint32_t i = 0; i < attribute_names.size(); ++i)
+      ok(OTF2_GlobalDefWriter_WriteAttribute(w, i, attribute_names[i], attribute_descriptions[i],
+                                             attribute_defs[i].type),
+         "attribute");
+    for (std::uint32_t i = 0; i < metrics_.size(); ++i) {
+      ok(OTF2_GlobalDefWriter_WriteMetricMember(w, i, metrics_[i].name, metrics_[i].name,
+                                                OTF2_METRIC_TYPE_USER, OTF2_METRIC_ABSOLUTE_POINT,
+                                                OTF2_TYPE_DOUBLE, OTF2_BASE_DECIMAL, 0,
+                                                metrics_[i].unit),
+         "metric member");
+      const OTF2_MetricMemberRef member = i;
+      ok(OTF2_GlobalDefWriter_WriteMetricClass(w, i, 1, &member, OTF2_METRIC_ASYNCHRONOUS,
+                                               OTF2_RECORDER_KIND_ABSTRACT),
+         "metric class");
+    }
+  }
+
+  session_info session_;
+  std::string directory_;
+  OTF2_Archive* archive_ = nullptr;
+  OTF2_FlushCallbacks flush_callbacks_{};
+  OTF2_MemoryCallbacks memory_callbacks_{};
+  OTF2_MarkerWriter* marker_writer_ = nullptr;
+  bool closed_ = false;
+  bool failed_ = false;
+  std::string error_;
+
+  std::uint64_t offset_ = static_cast<std::uint64_t>(std::max<std::int64_t>(session_.start_monotonic_raw_ns, 0));
+  std::uint64_t latest_ = offset_;  // latest timestamp written anywhere
+
+  std::vector<std::string> strings_;
+  std::unordered_map<std::string, std::uint32_t> string_ids_;
+  std::uint32_t machine_name_ = 0;
+  std::uint32_t node_name_ = 0;
+  std::vector<location_group_def> groups_;  // 0: the process
+  std::vector<location> locations_;         // by location id
+  std::unordered_map<std::uint64_t, std::uint32_t> threads_;  // tid → location
+  std::unordered_map<std::uint64_t, std::uint32_t> streams_;  // device << 32 | stream → location
+  std::map<std::uint32_t, std::uint32_t> gpus_;               // device → location group
+  std::vector<region_def> regions_;
+  std::vector<std::uint32_t> region_of_name_;  // by name_info::id
+  std::unordered_map<const char*, std::uint32_t> kernel_regions_;
+  std::unordered_map<std::string, std::uint32_t> kernel_by_name_;
+  std::uint32_t memset_region_ = no_ref;
+  std::vector<std::uint32_t> metric_of_name_;  // by name_info::id
+  std::vector<metric_def> metrics_;            // by metric id
+  std::map<std::string, std::uint32_t> marker_defs_;
+  std::map<std::uint32_t, std::uint32_t> gpu_memory_;  // device → its memory location
+  struct allocated_memory {
+    std::uint32_t metric = no_ref;
+    std::uint64_t bytes = 0;
+  };
+  std::unordered_map<std::uint64_t, allocated_memory> allocated_;  // device << 8 | memory kind
+  // Per context node: string refs of its path and of its launching call (no_ref: none).
+  std::unordered_map<const runtime::context_node*, std::pair<std::uint32_t, std::uint32_t>>
+      context_strings_;
+  OTF2_AttributeList* attributes_ = OTF2_AttributeList_New();  // consumed by each event written
+  bool attributes_used_ = false;
+
+  std::uint64_t events_recorded_ = 0;
+  std::uint64_t events_dropped_ = 0;
+  std::uint64_t copies_ = 0;
+  std::uint64_t markers_ = 0;
+  std::uint64_t markers_not_written_ = 0;
+  std::uint64_t synchronizations_not_written_ = 0;
+  std::uint64_t unmatched_region_ends_ = 0;
+  std::uint64_t unbalanced_region_ends_ = 0;
+  std::uint64_t unfinished_regions_ = 0;
+  std::uint64_t clamped_timestamps_ = 0;
+};
+
+}  // namespace
+
+std::string archive_directory(const runtime::backend_context& context) {
+  std::string path = runtime::output_file(context, "");
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  constexpr std::string_view suffix = ".otf2";
+  if (path.size() > suffix.size() && std::string_view{path}.substr(path.size() - suffix.size()) == suffix)
+    path.resize(path.size() - suffix.size());
+  return path;
+}
+
+std::unique_ptr<runtime::backend> make_backend(const runtime::backend_context& context,
+                                               std::string& error) {
+  if (context.session == nullptr) {
+    error = fmt::format("cannot write the OTF2 archive '{}': no session", context.output);
+    return nullptr;
+  }
+  const std::string directory = archive_directory(context);
+  std::error_code ignored;
+  if (std::filesystem::exists(directory + "/" + archive_name + ".otf2", ignored) ||
+      std::filesystem::exists(directory + "/" + archive_name, ignored)) {
+    error = fmt::format("cannot write the OTF2 archive '{}': an archive exists there already",
+                        directory);
+    return nullptr;
+  }
+  auto backend = std::make_unique<otf2_backend>(*context.session, directory);
+  if (std::string reason = backend->start(); !reason.empty()) {
+    error = fmt::format("cannot write the OTF2 archive '{}': {}", directory, reason);
+    return nullptr;
+  }
+  return backend;
+}
+
+FERRET_REGISTER_BACKEND("otf2", "OTF2 archive, opens in Vampir and the Score-P tools",
+                        make_backend);
+
+}  // namespace ferret::otf2

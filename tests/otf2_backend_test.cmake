@@ -1,0 +1,31 @@
+# Included from tests/CMakeLists.txt when the OTF2 backend is built: the
+# backend driven directly, and the heat example traced to an OTF2 archive; every
+# archive read back with the OTF2 reader API and with otf2-print.
+find_program(FERRET_OTF2_PRINT otf2-print REQUIRED)
+add_executable(otf2_backend_test otf2_backend_test.cpp)
+target_compile_definitions(otf2_backend_test PRIVATE FERRET_OTF2_PRINT="${FERRET_OTF2_PRINT}")
+target_link_libraries(otf2_backend_test PRIVATE ferret_otf2 ferret_otf2_check doctest_main
+                                                ferret_warnings)
+add_test(NAME otf2_backend_test COMMAND otf2_backend_test)
+set_tests_properties(otf2_backend_test PROPERTIES LABELS "unit")
+
+add_test(NAME otf2_example
+         COMMAND ${CMAKE_COMMAND} -DHEAT=$<TARGET_FILE:heat> -DCHECK=$<TARGET_FILE:ferret-otf2-check>
+                 -DPRINT=${FERRET_OTF2_PRINT} -DWORK=${CMAKE_CURRENT_BINARY_DIR}/otf2_example
+                 -P ${CMAKE_CURRENT_SOURCE_DIR}/otf2_example.cmake)
+set_tests_properties(otf2_example PROPERTIES LABELS "process")
+
+# One run written by both backends (FERRET_BACKEND=chrome,otf2) shows the same
+# events in both: region calls and durations, copies, marks, counter samples.
+add_library(ferret_chrome_otf2_compare STATIC support/chrome_otf2_compare.cpp)
+target_include_directories(ferret_chrome_otf2_compare PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
+target_link_libraries(ferret_chrome_otf2_compare PUBLIC ferret_otf2_check
+                      PRIVATE nlohmann_json::nlohmann_json fmt::fmt-header-only ferret_warnings)
+add_executable(chrome-otf2-compare chrome_otf2_compare_main.cpp)
+target_link_libraries(chrome-otf2-compare PRIVATE ferret_chrome_otf2_compare ferret_warnings)
+add_test(NAME otf2_chrome_same_events
+         COMMAND ${CMAKE_COMMAND} -DHEAT=$<TARGET_FILE:heat>
+                 -DCOMPARE=$<TARGET_FILE:chrome-otf2-compare> -DPRINT=${FERRET_OTF2_PRINT}
+                 -DWORK=${CMAKE_CURRENT_BINARY_DIR}/otf2_chrome_same_events
+                 -P ${CMAKE_CURRENT_SOURCE_DIR}/otf2_chrome_same_events.cmake)
+set_tests_properties(otf2_chrome_same_events PROPERTIES LABELS "process")

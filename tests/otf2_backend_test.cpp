@@ -1,0 +1,401 @@
+// Tests of the OTF2 backend, driven directly (no runtime session): records go
+// in through the backend interface, and every archive that comes out is read
+// back with the OTF2 reader API (ferret::otf2_check) and with otf2-print (no
+// INVALID references, nothing on stderr).
+#include "otf2_backend.hpp"
+#include "otf2_check.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <initializer_list>
+#include <iterator>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <unistd.h>
+
+namespace {
+
+namespace rt = ferret::runtime;
+namespace check = ferret::otf2_check;
+using rt::record_kind;
+
+constexpr std::uint32_t test_pid = 4242;
+constexpr std::uint64_t worker_tid = 4243;
+
+class temp_dir {
+ public:
+  temp_dir() {
+    std::string pattern =
+        (std::filesystem::temp_directory_path() / "ferret-otf2-test-XXXXXX").string();
+    if (mkdtemp(pattern.data()) == nullptr)
+      throw std::runtime_error(std::string{"mkdtemp: "} + std::strerror(errno));
+    path_ = pattern;
+  }
+  ~temp_dir() {
+    if (std::getenv("FERRET_OTF2_TEST_KEEP") != nullptr) return;  // to look at by hand
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  temp_dir(const temp_dir&) = delete;
+  temp_dir& operator=(const temp_dir&) = delete;
+  std::string file(std::string_view name) const { return path_ + "/" + std::string{name}; }
+
+ private:
+  std::string path_;
+};
+
+std::string read_text(const std::string& path) {
+  std::ifstream in{path, std::ios::binary};
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+class name_table {
+ public:
+  const rt::name_info* add(std::string name, std::string domain = {}, std::string file = {},
+                           std::uint32_t line = 0) {
+    names_.push_back(rt::name_info{static_cast<std::uint32_t>(names_.size()), std::move(name),
+                                   std::move(domain), {}, std::move(file), line});
+    return &names_.back();
+  }
+
+ private:
+  std::deque<rt::name_info> names_;
+};
+
+rt::record begin(std::int64_t ns, const rt::name_info* name) {
+  return {ns, record_kind::region_begin, name, 0.0};
+}
+rt::record end(std::int64_t ns, const rt::name_info* name) {
+  return {ns, record_kind::region_end, name, 0.0};
+}
+rt::record mark(std::int64_t ns, const rt::name_info* name) {
+  return {ns, record_kind::mark, name, 0.0};
+}
+rt::record sample(std::int64_t ns, const rt::name_info* name, double value) {
+  return {ns, record_kind::counter, name, value};
+}
+
+rt::session_info make_session() {
+  rt::session_info session;
+  session.pid = test_pid;
+  session.hostname = "testhost";
+  session.executable = "app";
+  session.command_line = "app --size 3";
+  session.clock_source = "tsc";
+  session.start_monotonic_raw_ns = 987654321;
+  session.start_realtime_ns = 1'700'000'000'123'456'789;
+  session.ferret_version = "0.1.0-test";
+  return session;
+}
+
+// One backend writing <tempdir>/trace (anchor <tempdir>/trace/traces.otf2).
+struct fixture {
+  temp_dir dir;
+  rt::session_info session = make_session();
+  std::string output = dir.file("trace.otf2");
+  std::string anchor = dir.file("trace/traces.otf2");
+  rt::metadata_list runtime_metadata{{"clock-frequency-hz", std::int64_t{2'500'000'000}}};
+  rt::metadata_list user_metadata{{"grid-size", std::int64_t{512}}, {"solver", std::string{"cg"}}};
+  std::uint64_t recorded = 0;
+  name_table names;
+  rt::thread_info main_thread{test_pid, test_pid, {}, true};
+  rt::thread_info worker{test_pid, worker_tid, "worker", false};
+  std::unique_ptr<rt::backend> backend;
+
+  fixture() {
+    std::string error;
+    backend = ferret::otf2::make_backend({&session, output, false}, error);
+    REQUIRE_MESSAGE(backend != nullptr, error);
+    CHECK(error.empty());
+  }
+
+  void feed(const rt::thread_info& thread, std::initializer_list<rt::record> records) {
+    backend->thread_records(thread, records.begin(), records.size());
+    recorded += records.size();
+  }
+
+  void flush(bool final) {
+    const rt::session_status status{&runtime_metadata, &user_metadata, recorded, 7, final};
+    backend->flush(status);
+  }
+
+  // Reads the archive back; every reader-level error fails the test.
+  check::report checked() const {
+    check::report report = check::check_archive(anchor);
+    std::string errors;
+    for (const std::string& line : report.errors) errors += line + "\n";
+    CHECK_MESSAGE(report.ok(), "otf2_check found errors:\n" << errors);
+    return report;
+  }
+
+  // otf2-print: exit 0, nothing on stderr, no INVALID reference.
+  void printed() const {
+    const std::string out = dir.file("print.out");
+    const std::string err = dir.file("print.err");
+    const std::string command = std::string{FERRET_OTF2_PRINT} + " -A '" + anchor + "' > '" +
+                                out + "' 2> '" + err + "'";
+    CHECK(std::system(command.c_str()) == 0);
+    const std::string text = read_text(out);
+    CHECK(text.find("INVALID") == std::string::npos);
+    CHECK(text.find("UNDEFINED", text.find("=== Events")) == std::string::npos);
+    CHECK_MESSAGE(read_text(err).empty(), "otf2-print stderr: " << read_text(err));
+  }
+};
+
+}  // namespace
+
+TEST_CASE("host threads: regions, counters, marks and metadata") {
+  fixture f;
+  const rt::name_info* solve = f.names.add("solve", {}, "solver.cpp", 42);
+  const rt::name_info* step = f.names.add("step");
+  const rt::name_info* launch = f.names.add("cudaLaunchKernel", "cuda");
+  const rt::name_info* residual = f.names.add("residual");
+  const rt::name_info* stop = f.names.add("stop");
+  const rt::name_info* stray = f.names.add("never begun");
+  f.feed(f.main_thread, {begin(1'000, solve), begin(2'000, step), sample(2'500, residual, 0.5),
+                         begin(2'600, launch), end(2'700, launch), end(3'000, step)});
+  f.feed(f.worker, {begin(1'500, step), mark(1'700, stop), end(1'900, step),
+                    end(1'950, stray)});
+  const rt::data_object_info field{3, "field", 0xbeef00, 1024, rt::memory_kind::host, -1};
+  f.backend->data_object({1'200, rt::data_object_change::registered, test_pid, &field});
+  f.flush(false);
+  f.backend->data_object({5'500, rt::data_object_change::unregistered, test_pid, &field});
+  // Second drain: an end that skips an open region, and a region left open.
+  f.feed(f.main_thread, {begin(4'000, step), begin(4'100, step), end(5'000, solve),
+                         sample(6'000, residual, 0.25), begin(7'000, step)});
+  f.flush(true);
+
+  const check::report report = f.checked();
+  f.printed();
+  CHECK(report.timer_resolution == 1'000'000'000U);
+  REQUIRE(report.locations.size() == 2);
+  for (const auto& [id, location] : report.locations) CHECK(location.type == 1);  // CPU thread
+  CHECK(report.locations.at(0).name == "main thread");
+  CHECK(report.locations.at(1).name == "worker");
+  CHECK(report.location_group_types.at(0) == 1);  // process
+  CHECK(report.regions.count("solve") == 1);
+  CHECK(report.regions.count("step") == 1);
+  CHECK(report.regions.count("cudaLaunchKernel") == 1);
+  CHECK(report.region_paradigms.at("solve") == 1);             // USER
+  CHECK(report.region_paradigms.at("cudaLaunchKernel") == 5);  // CUDA
+  CHECK(report.metric_samples == 2);
+  // The mark and the data object's lifetime, as markers.
+  CHECK(report.markers == std::vector<std::string>{
+                              "stop", "field registered: 1024 bytes of host memory at 0xbeef00",
+                              "field unregistered"});
+  CHECK(report.properties.at("FERRET::EVENTS_DROPPED") == "7");
+  CHECK(report.properties.at("FERRET::UNMATCHED_REGION_ENDS") == "1");
+  CHECK(report.properties.at("FERRET::UNBALANCED_REGION_ENDS") == "1");
+  CHECK(report.properties.at("FERRET::UNFINISHED_REGIONS") == "1");
+  CHECK(report.properties.at("FERRET::CLAMPED_TIMESTAMPS") == "0");
+  CHECK(report.properties.at("FERRET::RUN::GRID_SIZE") == "512");
+  CHECK(report.properties.at("FERRET::RUN::SOLVER") == "cg");
+  CHECK(report.properties.at("FERRET::RUNTIME::CLOCK_FREQUENCY_HZ") == "2500000000");
+  CHECK(report.properties.at("FERRET::HOSTNAME") == "testhost");
+  // Main: solve, step, launch, step, step, step; all left.
+  CHECK(report.locations.at(0).enters == 6);
+  CHECK(report.locations.at(0).leaves == 6);
+}
+
+namespace {
+
+rt::gpu_activity operation(rt::gpu_operation kind, std::int64_t start_ns, std::int64_t end_ns,
+                           std::uint32_t device, std::uint32_t stream, std::uint64_t tid) {
+  rt::gpu_activity activity{};
+  activity.operation = kind;
+  activity.start_ns = start_ns;
+  activity.end_ns = end_ns;
+  activity.device = device;
+  activity.stream = stream;
+  activity.launch.tid = tid;
+  activity.launch.time_ns = start_ns - 100;
+  return activity;
+}
+
+rt::gpu_activity kernel(std::int64_t start_ns, std::int64_t end_ns, std::uint32_t stream,
+                        const char* name) {
+  rt::gpu_activity activity =
+      operation(rt::gpu_operation::kernel, start_ns, end_ns, 0, stream, test_pid);
+  activity.name = name;
+  return activity;
+}
+
+rt::gpu_activity copy(std::int64_t start_ns, std::int64_t end_ns, std::uint32_t stream,
+                      rt::copy_kind kind, std::uint64_t bytes, std::uint64_t tid) {
+  rt::gpu_activity activity = operation(rt::gpu_operation::memcpy, start_ns, end_ns, 0, stream, tid);
+  activity.copy = kind;
+  activity.bytes = bytes;
+  activity.source_device = kind == rt::copy_kind::host_to_device ? -1 : 0;
+  activity.destination_device = kind == rt::copy_kind::device_to_host ? -1 : 0;
+  return activity;
+}
+
+}  // namespace
+
+rt::gpu_activity memory(rt::gpu_operation kind, std::int64_t ns, std::uint64_t bytes) {
+  rt::gpu_activity activity = operation(kind, ns, ns, 0, 0, test_pid);
+  activity.bytes = bytes;
+  activity.memory = rt::memory_kind::device;
+  return activity;
+}
+
+TEST_CASE("GPU: stream locations, kernels sorted per stream, copies as RMA") {
+  fixture f;
+  const char* saxpy = "_Z5saxpyifPKfPf";
+  const char* scale = "scale";  // extern "C": not mangled
+  const rt::name_info* work = f.names.add("work");
+  const rt::name_info* launch_call = f.names.add("cudaLaunchKernel", "cuda");
+  const rt::context_node root{0, 0, nullptr, nullptr};
+  const rt::context_node in_work{1, 1, &root, work};
+  const rt::context_node in_launch{2, 2, &in_work, launch_call};
+  rt::data_object_info x{7, "x", 0x1000, 4096, rt::memory_kind::device, 0};
+  rt::data_object_info y{8, "y", 0x2000, 2048, rt::memory_kind::device, 1};
+  f.feed(f.main_thread, {begin(1'000, work)});
+  f.feed(f.worker, {begin(1'100, work), end(1'200, work)});
+
+  rt::gpu_device_info device{};
+  device.id = 0;
+  device.name = "NVIDIA H100 80GB HBM3";
+  f.backend->gpu_device(device);
+  rt::gpu_activity launched = kernel(9'000, 9'500, 7, saxpy);
+  launched.launch.correlation = 77;
+  launched.launch.context = &in_launch;
+  launched.kernel = {{64, 2, 1}, {256, 1, 1}, 32, 1024, 0, 0, 0, 0.75};
+  rt::gpu_activity to_x = copy(2'000, 3'000, 7, rt::copy_kind::host_to_device, 4096, test_pid);
+  to_x.destination_object = &x;
+  // A peer copy from GPU 1 into GPU 0: a get from GPU 1's memory location.
+  rt::gpu_activity from_y = copy(16'000, 16'500, 7, rt::copy_kind::peer_to_peer, 2048, test_pid);
+  from_y.source_device = 1;
+  from_y.source_object = &y;
+  // Drain 1: out of order, two streams, one pair of overlapping kernels.
+  const rt::gpu_activity first[] = {
+      launched,
+      to_x,
+      kernel(5'000, 6'000, 8, scale),
+      kernel(4'000, 7'000, 7, saxpy),
+      kernel(6'500, 8'000, 7, scale),  // starts before the previous one ends
+      copy(10'000, 11'000, 8, rt::copy_kind::device_to_host, 1024, worker_tid),
+      memory(rt::gpu_operation::allocation, 1'500, 1 << 20),
+      operation(rt::gpu_operation::synchronization, 9'600, 9'700, 0, 7, test_pid),
+  };
+  f.backend->gpu_activities(first, std::size(first));
+  f.flush(false);
+  // Drain 2: one kernel earlier than what stream 7 already has.
+  const rt::gpu_activity second[] = {
+      kernel(8'500, 8'800, 7, saxpy),
+      kernel(12'000, 13'000, 8, saxpy),
+      copy(14'000, 15'000, 7, rt::copy_kind::host_to_device, 100, 0),  // launch unknown
+      from_y,
+      memory(rt::gpu_operation::allocation, 12'500, 1 << 19),
+      memory(rt::gpu_operation::release, 13'500, 1 << 20),
+  };
+  f.backend->gpu_activities(second, std::size(second));
+  f.feed(f.main_thread, {end(20'000, work)});
+  f.flush(true);
+
+  const check::report report = f.checked();
+  f.printed();
+  std::size_t streams = 0;
+  for (const auto& [id, location] : report.locations) {
+    if (location.type != 2) continue;  // ACCELERATOR_STREAM
+    ++streams;
+    CHECK(report.location_group_types.at(location.group) == 2);  // ACCELERATOR
+    CHECK(location.enters == location.leaves);
+  }
+  CHECK(streams == 2);
+  // GPU 0 memory (allocations) and GPU 1 memory (the peer end): metric locations.
+  std::size_t memory_locations = 0;
+  for (const auto& [id, location] : report.locations)
+    if (location.type == 3) {  // METRIC
+      ++memory_locations;
+      CHECK(report.location_group_types.at(location.group) == 2);
+    }
+  CHECK(memory_locations == 2);
+  CHECK(report.last_metric_values.at("GPU 0 allocated device memory") == doctest::Approx(1 << 19));
+  const std::string saxpy_name = rt::demangled_kernel_name(saxpy);
+  CHECK(report.regions.count(saxpy_name) == 1);
+  CHECK(report.regions.count("scale") == 1);
+  CHECK(report.region_paradigms.at(saxpy_name) == 5);  // CUDA
+  CHECK(report.rma_gets == 3);
+  CHECK(report.rma_puts == 1);
+  CHECK(report.rma_completions == 4);
+  CHECK(report.get_bytes == 4196 + 2048);
+  CHECK(report.put_bytes == 1024);
+  // Kernel attributes, launch and calling context; objects on copies.
+  CHECK(report.attribute_counts.at("registers per thread") == 6);
+  CHECK(report.attribute_strings.at("grid") == std::set<std::string>{"0,0,0", "64,2,1"});
+  CHECK(report.attribute_strings.at("calling context") == std::set<std::string>{"work"});
+  CHECK(report.attribute_strings.at("launch") == std::set<std::string>{"cudaLaunchKernel"});
+  CHECK(report.attribute_counts.at("correlation id") == 1);
+  CHECK(report.attribute_counts.at("theoretical occupancy") == 6);
+  CHECK(report.attribute_strings.at("destination object") == std::set<std::string>{"x"});
+  CHECK(report.attribute_strings.at("source object") == std::set<std::string>{"y"});
+  // The overlapping kernel and the one from the past are clamped.
+  CHECK(report.properties.at("FERRET::CLAMPED_TIMESTAMPS") != "0");
+  CHECK(report.properties.at("FERRET::GPU_SYNCHRONIZATIONS_NOT_WRITTEN") == "1");
+}
+
+TEST_CASE("archive naming") {
+  const rt::session_info session = make_session();
+  CHECK(ferret::otf2::archive_directory({&session, "run.otf2", false}) == "run");
+  CHECK(ferret::otf2::archive_directory({&session, "run", false}) == "run");
+  CHECK(ferret::otf2::archive_directory({&session, "out/", true}) == "out/ferret-app-4242");
+}
+
+TEST_CASE("an existing archive is not overwritten") {
+  fixture f;
+  f.flush(true);
+  std::string error;
+  CHECK(ferret::otf2::make_backend({&f.session, f.output, false}, error) == nullptr);
+  CHECK(error == "cannot write the OTF2 archive '" + f.dir.file("trace") +
+                     "': an archive exists there already");
+}
+
+TEST_CASE("abandon() writes no archive") {
+  fixture f;
+  const rt::name_info* work = f.names.add("work");
+  f.feed(f.main_thread, {begin(1'000, work), end(2'000, work)});
+  f.backend->abandon();
+  f.flush(true);  // ignored after abandon()
+  CHECK(!std::filesystem::exists(f.anchor));
+}
+
+TEST_CASE("memory stays bounded: full chunks reach the disk before the final flush") {
+  fixture f;
+  const rt::name_info* work = f.names.add("work");
+  // 2 x 200'000 events of a few bytes each: several 1 MiB chunks.
+  std::vector<rt::record> records;
+  for (std::int64_t i = 0; i < 200'000; ++i) {
+    records.push_back(begin(10 * i, work));
+    records.push_back(end(10 * i + 5, work));
+  }
+  f.backend->thread_records(f.main_thread, records.data(), records.size());
+  f.recorded += records.size();
+  f.flush(false);
+  const std::string events = f.dir.file("trace/traces/0.evt");
+  REQUIRE(std::filesystem::exists(events));
+  const auto before_final = std::filesystem::file_size(events);
+  CHECK(before_final >= 1024 * 1024);
+  f.flush(true);
+  CHECK(std::filesystem::file_size(events) > before_final);
+  const check::report report = f.checked();
+  CHECK(report.locations.at(0).enters == 200'000);
+  CHECK(report.locations.at(0).leaves == 200'000);
+  CHECK(report.buffer_flushes >= 1);
+  f.printed();
+}
