@@ -26,6 +26,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -90,14 +91,21 @@ struct cached_site {
 };
 constexpr unsigned site_cache_size = 64;
 
-thread_local thread_regions t_regions;
-thread_local cached_site t_sites[site_cache_size];
+// A thread's state lives on the heap, allocated at its first callback: the
+// library may be dlopen'ed (OMP_TOOL_LIBRARIES), where static TLS is scarce
+// and the header's buffer cursor already takes some.
+struct thread_state {
+  thread_regions regions;
+  cached_site sites[site_cache_size] = {};
+};
+thread_local std::unique_ptr<thread_state> t_state;
 
 // Counts of what could not be recorded as reported.
 struct loss_counts {
   std::atomic<std::uint64_t> too_deep{0};       // begins past max_open_regions
   std::atomic<std::uint64_t> unmatched_ends{0}; // ends without an open region of their kind
   std::atomic<std::uint64_t> out_of_order_ends{0};
+  std::atomic<std::uint64_t> no_thread_state{0};  // events of threads whose state could not be allocated
 };
 
 class openmp_collector final : public runtime::collector {
@@ -119,31 +127,53 @@ class openmp_collector final : public runtime::collector {
   ompt_start_tool_result_t* start_tool(unsigned int omp_version, const char* runtime_version);
 
   // -- host -----------------------------------------------------------------
+  thread_state* state() {
+    if (FERRET_UNLIKELY(!t_state)) {
+      t_state.reset(new (std::nothrow) thread_state);
+      if (!t_state) losses_.no_thread_state.fetch_add(1, std::memory_order_relaxed);
+    }
+    return t_state.get();
+  }
+
   const detail::site* site_for(const char* label, const void* code, int device = -1) {
+    thread_state* thread = state();
+    if (thread == nullptr) return sites_.find_or_add(label, code, device);
     const auto hash = (reinterpret_cast<std::uintptr_t>(code) >> 2) ^
                       (reinterpret_cast<std::uintptr_t>(label) >> 3) ^
                       static_cast<std::uintptr_t>(device + 1) * 0x9e3779b9u;
-    cached_site& slot = t_sites[hash % site_cache_size];
+    cached_site& slot = thread->sites[hash % site_cache_size];
     if (slot.site != nullptr && slot.label == label && slot.code == code && slot.device == device)
       return slot.site;
     slot = {label, code, device, sites_.find_or_add(label, code, device)};
     return slot.site;
   }
 
-  void begin(scope kind, const detail::site* site, std::int64_t start_ns = 0) {
-    thread_regions& open = t_regions;
+  void begin(scope kind, const detail::site* site) {
+    thread_state* thread = state();
+    if (thread == nullptr) return;
+    thread_regions& open = thread->regions;
     if (open.depth == max_open_regions) {
       losses_.too_deep.fetch_add(1, std::memory_order_relaxed);
       return;
     }
     const bool written = detail::recording();
-    open.entries[open.depth++] = {site, kind, written, start_ns};
+    open.entries[open.depth++] = {site, kind, written, 0};
     if (written) detail::write(detail::word_of(site, detail::kind_begin));
+  }
+
+  // Data operations: their device activity starts after their launch (the
+  // correlation event), as the runtime and the flows of the trace expect.
+  void stamp_start_of_innermost() {
+    thread_state* thread = state();
+    if (thread != nullptr && thread->regions.depth > 0)
+      thread->regions.entries[thread->regions.depth - 1].start_ns = monotonic_raw_ns();
   }
 
   // Ends the most recent open region of `kind`; returns it (nullptr if none).
   bool end(scope kind, open_region* ended = nullptr) {
-    thread_regions& open = t_regions;
+    thread_state* thread = state();
+    if (thread == nullptr) return false;
+    thread_regions& open = thread->regions;
     unsigned at = open.depth;
     while (at > 0 && open.entries[at - 1].kind != kind) --at;
     if (at == 0) {
@@ -496,13 +526,14 @@ void on_target_data_op_emi(ompt_scope_endpoint_t endpoint, ompt_data_t* /*target
     if (host_op_id != nullptr) *host_op_id = op_id;
     if (optype == ompt_target_data_delete || optype == ompt_target_data_delete_async)
       runtime::unregister_allocation(source != nullptr ? source : destination);
-    c.begin(scope::data_op, c.site_for(data_op_label(optype), codeptr), monotonic_raw_ns());
+    const detail::site* site = c.site_for(data_op_label(optype), codeptr);
+    c.begin(scope::data_op, site);
     // Inside the operation's region: the runtime maps the id to this calling
     // context, for the activity collect() hands over.
     if (detail::recording())
-      if (const detail::site* site = c.site_for(data_op_label(optype), codeptr))
-        detail::write_with_payload(detail::word_of(site, detail::kind_correlation),
-                                   correlation_of(op_id));
+      detail::write_with_payload(detail::word_of(site, detail::kind_correlation),
+                                 correlation_of(op_id));
+    c.stamp_start_of_innermost();
     return;
   }
   open_region region{};
@@ -796,6 +827,8 @@ void openmp_collector::add_metadata(runtime::metadata_list& metadata) const {
                         count(losses_.unmatched_ends.load(std::memory_order_relaxed)));
   metadata.emplace_back("ompt-region-ends-out-of-order",
                         count(losses_.out_of_order_ends.load(std::memory_order_relaxed)));
+  metadata.emplace_back("ompt-threads-without-state",
+                        count(losses_.no_thread_state.load(std::memory_order_relaxed)));
   std::lock_guard lock{devices_mutex_};
   metadata.emplace_back("ompt-target-data-operations", count(data_ops_));
   metadata.emplace_back("ompt-trace-records", count(trace_counts_.records));
