@@ -116,8 +116,7 @@ class openmp_collector final : public runtime::collector {
     return *collector;
   }
 
-  // Registers with the runtime once (at load, and again from ompt_start_tool
-  // in case the session started in between).
+  // Registers with the runtime once, when the OpenMP runtime starts the tool.
   void attach() {
     bool expected = false;
     if (runtime::session_active() && attached_.compare_exchange_strong(expected, true))
@@ -222,9 +221,11 @@ class openmp_collector final : public runtime::collector {
   void add_metadata(runtime::metadata_list& metadata) const override;
   void abandon() noexcept override { abandoned_.store(true); }
 
+  // At exit: a tracing run whose OpenMP runtime never started the tool.
+  void say_why_not_started();
+
  private:
   openmp_collector() = default;
-  void say_why_not_started();
 
   std::atomic<bool> attached_{false};
   std::atomic<bool> tool_started_{false};
@@ -781,7 +782,6 @@ void openmp_collector::collect(std::vector<gpu_activity>& activities,
   completed_.clear();
   if (cuda_collector_loaded_ != 1) new_devices.insert(new_devices.end(), new_devices_.begin(), new_devices_.end());
   new_devices_.clear();
-  if (final && !tool_started_.load()) say_why_not_started();
   if (final && tool_started_.load() && devices_.empty() &&
       dlsym(RTLD_DEFAULT, "__tgt_target_kernel") != nullptr && runtime::verbosity() >= 1)
     // libomptarget connects to the tool interface by dlopen("libomp.so"),
@@ -793,6 +793,7 @@ void openmp_collector::collect(std::vector<gpu_activity>& activities,
 }
 
 void openmp_collector::say_why_not_started() {
+  if (tool_started_.load() || abandoned_.load()) return;
   // Which runtime is in the process: LLVM's exports its own entry points
   // (and GNU's, for compatibility); GNU's libgomp only its own.
   const bool llvm_runtime = dlsym(RTLD_DEFAULT, "__kmpc_fork_call") != nullptr;
@@ -852,10 +853,14 @@ extern "C" ompt_start_tool_result_t* ompt_start_tool(unsigned int omp_version,
 extern "C" FERRET_EXPORT const int ferret_ompt_collector_v1 = 1;
 
 namespace {
-// Registered at load, so that a program whose OpenMP runtime never starts the
-// tool (GNU libgomp) is told so at exit.
-[[maybe_unused]] const bool attached_at_load = [] {
-  ferret::ompt::collector().attach();
+// A tracing run (FERRET_BACKEND set) whose OpenMP runtime never starts the
+// tool (GNU libgomp) is told so at exit. Nothing else happens at load: the
+// session starts with the tool, after the program's own static initialisers
+// (which may register backends).
+[[maybe_unused]] const bool checked_at_exit = [] {
+  const char* backends = std::getenv("FERRET_BACKEND");
+  if (backends != nullptr && *backends != '\0' && std::strcmp(backends, "none") != 0)
+    std::atexit([] { ferret::ompt::collector().say_why_not_started(); });
   return true;
 }();
 }  // namespace
