@@ -29,6 +29,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "device_trace.hpp"
@@ -202,6 +203,10 @@ class openmp_collector final : public runtime::collector {
   const detail::site* requested_teams_counter() const { return requested_teams_; }
   std::uint32_t next_worker_number() { return worker_numbers_.fetch_add(1) + 1; }
   std::uint64_t next_id() { return ids_.fetch_add(1, std::memory_order_relaxed) + 1; }
+  void set_refused_callbacks(std::string numbers) {
+    std::lock_guard lock{devices_mutex_};
+    refused_callbacks_ = std::move(numbers);
+  }
   void trace_buffer_refused() { trace_buffers_refused_.fetch_add(1, std::memory_order_relaxed); }
 
   // -- target ---------------------------------------------------------------
@@ -231,6 +236,7 @@ class openmp_collector final : public runtime::collector {
   std::atomic<bool> tool_started_{false};
   std::atomic<bool> abandoned_{false};
   std::string runtime_version_;
+  std::string refused_callbacks_;  // under devices_mutex_
   site_registry sites_;
   loss_counts losses_;
   const detail::site* team_size_ = nullptr;
@@ -589,12 +595,10 @@ void set_callback(ompt_set_callback_t set, ompt_callbacks_t which, Callback func
     refused += fmt::format("{}{}", refused.empty() ? "" : ", ", static_cast<int>(which));
 }
 
-std::string g_refused_callbacks;
-
 int on_initialize(ompt_function_lookup_t lookup, int initial_device_num, ompt_data_t* /*tool_data*/) {
   const auto set = reinterpret_cast<ompt_set_callback_t>(lookup("ompt_set_callback"));
   if (set == nullptr) return 0;
-  std::string& refused = g_refused_callbacks;
+  std::string refused;
   set_callback(set, ompt_callback_thread_begin, &on_thread_begin, refused);
   set_callback(set, ompt_callback_parallel_begin, &on_parallel_begin, refused);
   set_callback(set, ompt_callback_parallel_end, &on_parallel_end, refused);
@@ -616,6 +620,7 @@ int on_initialize(ompt_function_lookup_t lookup, int initial_device_num, ompt_da
   set_callback(set, ompt_callback_target_data_op_emi, &on_target_data_op_emi, refused);
   set_callback(set, ompt_callback_target_submit_emi, &on_target_submit_emi, refused);
   static_cast<void>(initial_device_num);  // data operations say which side is the host
+  collector().set_refused_callbacks(std::move(refused));
   return 1;  // nonzero: keep the tool
 }
 
@@ -624,9 +629,7 @@ void on_finalize(ompt_data_t* /*tool_data*/) {}
 ompt_start_tool_result_t* openmp_collector::start_tool(unsigned int /*omp_version*/,
                                                         const char* runtime_version) {
   if (!runtime::session_active()) return nullptr;  // FERRET_BACKEND unset: stay out of the way
-  attach();
-  if (!attached_.load()) return nullptr;
-  tool_started_.store(true);
+  // Everything the drain thread reads is set before the collector is registered.
   runtime_version_ = runtime_version != nullptr ? runtime_version : "";
   if (const detail::runtime_api* api = detail::runtime()) {
     constexpr std::string_view team_size = "team size";
@@ -643,6 +646,9 @@ ompt_start_tool_result_t* openmp_collector::start_tool(unsigned int /*omp_versio
     const std::int64_t after = monotonic_raw_ns();
     wtime_offset_s_ = static_cast<double>(before + (after - before) / 2) * 1e-9 - now;
   }
+  attach();
+  if (!attached_.load()) return nullptr;
+  tool_started_.store(true);
   static ompt_start_tool_result_t result{&on_initialize, &on_finalize, ompt_data_t{0}};
   return &result;
 }
@@ -688,19 +694,20 @@ void openmp_collector::device_initialized(int device_num, const char* type, ompt
 }
 
 void openmp_collector::device_finalized(int device_num) {
-  std::lock_guard lock{devices_mutex_};
-  for (device_state& state : devices_)
-    if (state.number == device_num && state.traced && state.flush_trace != nullptr) {
-      // Deliver what the device holds before it goes (the runtime calls the
-      // completion callback, which takes this mutex: flush outside it).
-      const ompt_flush_trace_t flush = state.flush_trace;
-      ompt_device_t* device = state.device;
-      state.traced = false;
-      devices_mutex_.unlock();
-      flush(device);
-      devices_mutex_.lock();
-      return;
-    }
+  ompt_flush_trace_t flush = nullptr;
+  ompt_device_t* device = nullptr;
+  {
+    std::lock_guard lock{devices_mutex_};
+    for (device_state& state : devices_)
+      if (state.number == device_num && state.traced) {
+        flush = state.flush_trace;
+        device = state.device;
+        state.traced = false;
+      }
+  }
+  // What the device still holds, before it goes: the runtime hands it to the
+  // completion callback, which takes the mutex.
+  if (flush != nullptr) flush(device);
 }
 
 // Host-side data operations become GPU activity unless the device's own
@@ -818,8 +825,6 @@ void openmp_collector::add_metadata(runtime::metadata_list& metadata) const {
   metadata.emplace_back("ompt-tool", tool_started_.load() ? std::string{"started"}
                                                           : std::string{"not started"});
   if (!runtime_version_.empty()) metadata.emplace_back("ompt-runtime", runtime_version_);
-  if (!g_refused_callbacks.empty())
-    metadata.emplace_back("ompt-callbacks-refused", g_refused_callbacks);
   metadata.emplace_back("ompt-symbolizer", std::string{symbolizer::method()});
   metadata.emplace_back("ompt-sites", count(sites_.size()));
   metadata.emplace_back("ompt-regions-dropped-too-deep",
@@ -831,6 +836,7 @@ void openmp_collector::add_metadata(runtime::metadata_list& metadata) const {
   metadata.emplace_back("ompt-threads-without-state",
                         count(losses_.no_thread_state.load(std::memory_order_relaxed)));
   std::lock_guard lock{devices_mutex_};
+  if (!refused_callbacks_.empty()) metadata.emplace_back("ompt-callbacks-refused", refused_callbacks_);
   metadata.emplace_back("ompt-target-data-operations", count(data_ops_));
   metadata.emplace_back("ompt-trace-records", count(trace_counts_.records));
   metadata.emplace_back("ompt-trace-records-bad-timestamps-dropped", count(trace_counts_.bad_time));
