@@ -6,6 +6,9 @@
 // prints their Google Benchmark tables one after the other:
 //
 //   no tool       OMP_TOOL=disabled: the runtime's own cost
+//   empty tool    a tool whose callbacks (the same ones) do nothing
+//                 (empty_tool.cpp, OMP_TOOL_LIBRARIES): what having a tool
+//                 costs in the runtime itself
 //   tool, paused  ferret's tool started, ferret::pause()d: every callback runs
 //                 and keeps its per-thread state, nothing is written
 //   tool          recording into the "discard" backend (counts and drops)
@@ -77,6 +80,7 @@ struct variant {
 };
 constexpr variant variants[] = {
     {"no tool (OMP_TOOL=disabled)", "no-tool"},
+    {"empty tool (the same callbacks, doing nothing)", "empty-tool"},
     {"ferret's tool, paused (callbacks run, nothing written)", "paused"},
     {"ferret's tool, recording into the discard backend", "recording"},
 };
@@ -89,6 +93,11 @@ int run_child(char** argv, const variant& which) {
     if (std::strcmp(which.mode, "no-tool") == 0) {
       setenv("OMP_TOOL", "disabled", 1);
       unsetenv("FERRET_BACKEND");
+    } else if (std::strcmp(which.mode, "empty-tool") == 0) {
+      // ferret's tool declines without FERRET_BACKEND; the runtime then
+      // tries the libraries listed.
+      unsetenv("FERRET_BACKEND");
+      setenv("OMP_TOOL_LIBRARIES", FERRET_BENCH_EMPTY_TOOL, 1);
     } else {
       setenv("FERRET_BACKEND", "discard", 1);
     }

@@ -18,6 +18,7 @@
 // their activity to the collector under its mutex.
 #include <omp-tools.h>
 #include <dlfcn.h>
+#include <pthread.h>
 #include <time.h>
 
 #include <fmt/format.h>
@@ -92,14 +93,32 @@ struct cached_site {
 };
 constexpr unsigned site_cache_size = 64;
 
-// A thread's state lives on the heap, allocated at its first callback: the
-// library may be dlopen'ed (OMP_TOOL_LIBRARIES), where static TLS is scarce
-// and the header's buffer cursor already takes some.
+// A thread's state lives on the heap, allocated at its first callback, and
+// is reached through one initial-exec TLS pointer (a single %fs-relative
+// load): the library may be dlopen'ed (OMP_TOOL_LIBRARIES), where static TLS
+// is scarce, and a thread_local with a destructor would add a call to every
+// access. A pthread key frees it when the thread exits.
 struct thread_state {
   thread_regions regions;
   cached_site sites[site_cache_size] = {};
 };
-thread_local std::unique_ptr<thread_state> t_state;
+FERRET_TLS_MODEL thread_local thread_state* t_state = nullptr;
+
+pthread_key_t g_state_key;
+pthread_once_t g_state_key_once = PTHREAD_ONCE_INIT;
+
+FERRET_NOINLINE thread_state* create_thread_state() noexcept {
+  pthread_once(&g_state_key_once, [] {
+    pthread_key_create(&g_state_key, [](void* state) {
+      t_state = nullptr;
+      delete static_cast<thread_state*>(state);
+    });
+  });
+  auto* state = new (std::nothrow) thread_state;
+  if (state != nullptr) pthread_setspecific(g_state_key, state);
+  t_state = state;
+  return state;
+}
 
 // Counts of what could not be recorded as reported.
 struct loss_counts {
@@ -128,11 +147,12 @@ class openmp_collector final : public runtime::collector {
 
   // -- host -----------------------------------------------------------------
   thread_state* state() {
-    if (FERRET_UNLIKELY(!t_state)) {
-      t_state.reset(new (std::nothrow) thread_state);
-      if (!t_state) losses_.no_thread_state.fetch_add(1, std::memory_order_relaxed);
+    thread_state* current = t_state;
+    if (FERRET_UNLIKELY(current == nullptr)) {
+      current = create_thread_state();
+      if (current == nullptr) losses_.no_thread_state.fetch_add(1, std::memory_order_relaxed);
     }
-    return t_state.get();
+    return current;
   }
 
   const detail::site* site_for(const char* label, const void* code, int device = -1) {
@@ -169,7 +189,8 @@ class openmp_collector final : public runtime::collector {
       thread->regions.entries[thread->regions.depth - 1].start_ns = monotonic_raw_ns();
   }
 
-  // Ends the most recent open region of `kind`; returns it (nullptr if none).
+  // Ends the most recent open region of `kind` (copied to `ended`); false if
+  // the thread has none open.
   bool end(scope kind, open_region* ended = nullptr) {
     thread_state* thread = state();
     if (thread == nullptr) return false;
