@@ -211,6 +211,28 @@ TEST_CASE("ferret_run: unmodified binary through ferret-run (OMP_TOOL_LIBRARIES)
   CHECK(counter_values(parsed, "team size") == std::vector<double>{2});
 }
 
+#ifdef FERRET_OMPT_PLAIN_TARGET_PROGRAM
+TEST_CASE("ferret_run_target: unmodified offload binary through ferret-run") {
+  // No LD_LIBRARY_PATH given: ferret-run lets libomptarget find libomp.so.
+  const fs::path directory = fresh_directory("ferret-run-target");
+  const fs::path trace = directory / "run.json";
+  const ferret::testing::program_result ran = ferret::testing::run_program(
+      directory,
+      {FERRET_RUN, "--backend", "chrome", "--output", trace.string(), "--",
+       FERRET_OMPT_PLAIN_TARGET_PROGRAM},
+      {{"OMP_NUM_THREADS", "2"}, {"LD_LIBRARY_PATH", ""}}, std::chrono::minutes{2});
+  INFO("stderr: " << ran.err);
+  REQUIRE(ran.exit_code == 0);
+  CHECK(ferret::trace_check::check_file(trace.string()).ok());
+  std::ifstream in{trace};
+  const json parsed = json::parse(in);
+  CHECK(openmp_slices(parsed, "target [device 0]") == 1);
+  const std::vector<json> to_device = events(parsed, "X", "Memcpy HtoD");
+  REQUIRE(to_device.size() == 1);
+  CHECK(to_device.front()["args"]["bytes"] == 4000);
+}
+#endif
+
 TEST_CASE("libgomp: one clear line, and the program runs on") {
   const fs::path directory = fresh_directory("libgomp");
   const ferret::testing::program_result ran = ferret::testing::run_program(
