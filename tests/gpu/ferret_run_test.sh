@@ -111,7 +111,7 @@ cp "$ferret_run" "$work/prefix/bin/ferret-run"
 ferret_run=$work/prefix/bin/ferret-run
 run -- touch "$work/ran"
 expect_status 125 "without the collector"
-expect_in "$err" "ferret-run: the CUDA collector libferret_cupti.so is not in $work/prefix/lib" "stderr"
+expect_in "$err" "ferret-run: no collector in $work/prefix/lib (libferret_cupti.so for CUDA," "stderr"
 [[ ! -e $work/ran ]] || fail "the program ran without the collector"
 
 # Installed layouts: lib64 and lib/<multiarch> next to bin.

@@ -140,3 +140,12 @@ namespace ferret::detail {
 [[gnu::used]] FERRET_DSO_LOCAL inline const int* const cuda_collector_anchor = &ferret_cuda_collector_v1;
 }  // namespace ferret::detail
 #endif
+
+// The same for the OpenMP collector (ferret::ompt): referenced, its library
+// stays, and the OpenMP runtime finds its ompt_start_tool.
+#if defined(FERRET_OMPT_LINKED)
+extern "C" const int ferret_ompt_collector_v1;
+namespace ferret::detail {
+[[gnu::used]] FERRET_DSO_LOCAL inline const int* const ompt_collector_anchor = &ferret_ompt_collector_v1;
+}  // namespace ferret::detail
+#endif
