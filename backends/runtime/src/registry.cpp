@@ -55,6 +55,16 @@ backend_factory find_backend(const std::string& name) {
   return lookup(name);
 }
 
+// Libraries beside the runtime that are not backends: the runtime itself, the
+// collectors (CUDA, OpenMP) and the MPI layer.
+namespace {
+bool is_not_a_backend(std::string_view library) noexcept {
+  for (const std::string_view other : {"runtime", "cupti", "ompt", "mpi"})
+    if (library == other) return true;
+  return false;
+}
+}  // namespace
+
 std::vector<std::string> available_backends() {
   std::vector<std::string> names;
   {
@@ -70,7 +80,7 @@ std::vector<std::string> available_backends() {
         continue;
       std::string name{file.substr(library_prefix.size(),
                                    file.size() - library_prefix.size() - library_suffix.size())};
-      if (name != "runtime") names.push_back(std::move(name));
+      if (!is_not_a_backend(name)) names.push_back(std::move(name));
     }
     closedir(dir);
   }
