@@ -2,7 +2,7 @@
 # The GPU pass in one command, for a machine with a GPU:
 #   bash tests/gpu/run.sh [build-dir [benchmark options]]
 # Uses build-dir (default build/gpu) when it holds the GPU test programs (a
-# build carried from another machine); otherwise configures and builds
+# build carried from another machine: tests/gpu/carry.sh); otherwise configures and builds
 # (Release) into build/gpu. Then runs gpu_trace_test directly (CTest files hold
 # the absolute paths of the machine that configured them), then
 # benchmarks/cuda/run.sh when present (with the benchmark options given, by
@@ -52,7 +52,15 @@ for folder in /usr/local/cuda/extras/CUPTI/lib64 /usr/local/cuda/lib64 /usr/loca
   fi
 done
 compgen -G "$cupti_links/libcupti.so*" > /dev/null || note "libcupti not found in the usual places"
-export LD_LIBRARY_PATH=$build/lib:$cupti_links${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# Libraries carried from the build machine (tests/gpu/carry.sh), only those this
+# machine lacks.
+missing_links=$work/missing
+mkdir -p "$missing_links"
+for library in "$build"/lib/carried/*.so*; do
+  [[ -e $library ]] || continue
+  ldconfig -p | grep -q "^[[:space:]]*$(basename "$library") " || ln -s "$library" "$missing_links/"
+done
+export LD_LIBRARY_PATH=$build/lib:$cupti_links:$missing_links${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 
 mkdir -p "$work/traces"
 FERRET_GPU_TEST_OUTPUT=$work/traces "$build/bin/gpu_trace_test" 2>&1 | tee "$work/gpu_trace_test.log"

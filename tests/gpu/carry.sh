@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# carry.sh BUILD DEST: assembles in DEST what tests/gpu/run.sh needs on a GPU
+# machine that has the NVIDIA driver and CUDA toolkit but none of Debian's -dev
+# packages: the GPU tests' programs from the build's bin/, its lib/, otf2-print,
+# and in lib/carried/ the shared libraries they load from the system here (OTF2,
+# libdw and its compressors).
+# run.sh uses a carried library only when the GPU machine has none of that name,
+# so the machine's own (newer) libraries keep serving its programs (PyTorch).
+# glibc, libstdc++ and the CUDA libraries are never carried.
+set -euo pipefail
+build=$(cd "$1" && pwd)
+rm -rf "$2"
+mkdir -p "$2"
+dest=$(cd "$2" && pwd)
+mkdir -p "$dest/bin" "$dest/lib/carried"
+cp -a "$build/lib/." "$dest/lib/"
+for program in gpu_trace_test 'gpu-test-*' cuda-streams ferret-run ferret-otf2-check \
+               ferret-tau-check ferret-cuda-overhead; do
+  for file in "$build"/bin/$program; do
+    if [[ -e $file ]]; then cp -a "$file" "$dest/bin/"; fi
+  done
+done
+if command -v otf2-print > /dev/null; then cp "$(command -v otf2-print)" "$dest/bin/"; fi
+never='/(ld-linux[^/]*|lib(c|m|dl|rt|pthread|util|stdc\+\+|gcc_s|cuda|cudart|cupti|nvidia-[^/]*)\.so[^/]*)$'
+for file in "$dest"/lib/*.so "$dest"/bin/*; do
+  [[ -f $file && ! -L $file ]] || continue
+  { ldd "$file" 2> /dev/null || true; } | awk '$2 == "=>" && $3 ~ /^\// {print $3}'
+done | sort -u | while read -r library; do
+  # The build's own, the never-carried, and the LLVM offload runtime (it travels on its own).
+  if [[ $library != "$build"/* && $library != "$dest"/* && ! $library =~ $never &&
+        $library != /usr/lib/llvm-* && ! $library =~ /lib(LLVM|z3|icu)[^/]*$ ]]; then
+    cp -L "$library" "$dest/lib/carried/"
+  fi
+done
+du -sh "$dest"
+ls "$dest/lib/carried"
