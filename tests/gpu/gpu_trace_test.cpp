@@ -4,7 +4,10 @@
 //
 // Needs a GPU: without a usable one it prints "skipped: <reason>" and exits 77
 // (CTest's SKIP_RETURN_CODE). The PyTorch case is left out, with its reason,
-// when python3 has no torch that sees a GPU. The programs, ferret-run and the
+// when python3 has no torch that sees a GPU; the OpenMP offload case when its
+// program was not built (no clang with LLVM's NVIDIA device runtime) or the
+// LLVM offload runtime cannot be loaded (FERRET_GPU_TEST_LLVM_LIBS names its
+// folder, tests/gpu/run.sh unpacks it there). The programs, ferret-run and the
 // script are found beside this executable, so the build folder may be carried
 // to a GPU machine at another path. Each case runs in its own folder under
 // $FERRET_GPU_TEST_OUTPUT (kept) or under a temporary folder (removed when
@@ -955,6 +958,7 @@ TEST_CASE("openmp offload: target regions on the host, their kernel and copies o
   const auto teams = expected.at("teams").get<std::int64_t>();
   const json trace = load_trace(run.trace());
   const auto launch_of = check_common(trace, run.trace(), run.pid);
+  CHECK(correlations_distinct(trace));
   CHECK(trace.at("metadata").value("ompt-region-ends-unmatched", -1) == 0);
 
   // The OpenMP collector's regions, each once, on the main thread.
