@@ -1,9 +1,10 @@
 # OpenMP programs for the OpenMP collector's examples and tests, built with
 # the LLVM whose omp-tools.h the collector uses (FERRET_LLVM_DIR):
 #
-#   ferret_clang_openmp_program(<name> <source> [OFFLOAD] [FERRET])
+#   ferret_clang_openmp_program(<name> <source> [OFFLOAD|OFFLOAD_NVIDIA] [FERRET])
 #     clang++ -fopenmp (OFFLOAD: -fopenmp-targets=x86_64-pc-linux-gnu, target
-#     regions offloaded to the host); FERRET: annotated, linked with the
+#     regions offloaded to the host; OFFLOAD_NVIDIA: to NVIDIA sm_90, only when
+#     FERRET_CLANG_OFFLOAD_NVIDIA); FERRET: annotated, linked with the
 #     OpenMP collector and the runtime. The project's own compiler (g++) cannot
 #     offload, so these are custom commands. Not in sanitizer builds: clang's
 #     sanitizer runtimes and GCC's cannot share a process.
@@ -17,14 +18,28 @@ if(EXISTS "${FERRET_OPENMP_CLANG}" AND NOT FERRET_SANITIZE)
   set(FERRET_BUILD_CLANG_OPENMP ON)
 endif()
 
+# NVIDIA offload needs the CUDA toolkit (ptxas, nvlink) and LLVM's device
+# runtime bitcode, which Debian installs where clang does not look.
+set(FERRET_OPENMP_NVPTX_BITCODE "${FERRET_LLVM_DIR}/lib/libomptarget-nvptx-sm_90.bc")
+set(FERRET_CLANG_OFFLOAD_NVIDIA OFF)
+if(FERRET_BUILD_CLANG_OPENMP AND CUDAToolkit_BIN_DIR AND EXISTS "${FERRET_OPENMP_NVPTX_BITCODE}")
+  set(FERRET_CLANG_OFFLOAD_NVIDIA ON)
+  get_filename_component(FERRET_OPENMP_CUDA_PATH "${CUDAToolkit_BIN_DIR}" DIRECTORY)
+endif()
+
 function(ferret_clang_openmp_program name source)
-  cmake_parse_arguments(PARSE_ARGV 2 arg "OFFLOAD;FERRET" "" "")
+  cmake_parse_arguments(PARSE_ARGV 2 arg "OFFLOAD;OFFLOAD_NVIDIA;FERRET" "" "")
   set(output ${CMAKE_RUNTIME_OUTPUT_DIRECTORY}/${name})
   set(flags -std=c++17 -O2 -g -fopenmp -Wall -Wextra)
   set(libraries)
   set(depends ${source})
   if(arg_OFFLOAD)
     list(APPEND flags -fopenmp-targets=x86_64-pc-linux-gnu)
+  endif()
+  if(arg_OFFLOAD_NVIDIA)
+    list(APPEND flags -fopenmp-targets=nvptx64-nvidia-cuda --offload-arch=sm_90
+         --cuda-path=${FERRET_OPENMP_CUDA_PATH}
+         --libomptarget-nvptx-bc-path=${FERRET_OPENMP_NVPTX_BITCODE})
   endif()
   if(arg_FERRET)
     list(APPEND flags -I${PROJECT_SOURCE_DIR}/include -I${PROJECT_SOURCE_DIR}/backends/runtime/include

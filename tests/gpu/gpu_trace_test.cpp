@@ -4,7 +4,10 @@
 //
 // Needs a GPU: without a usable one it prints "skipped: <reason>" and exits 77
 // (CTest's SKIP_RETURN_CODE). The PyTorch case is left out, with its reason,
-// when python3 has no torch that sees a GPU. The programs, ferret-run and the
+// when python3 has no torch that sees a GPU; the OpenMP offload case when its
+// program was not built (no clang with LLVM's NVIDIA device runtime) or the
+// LLVM offload runtime cannot be loaded (FERRET_GPU_TEST_LLVM_LIBS names its
+// folder, tests/gpu/run.sh unpacks it there). The programs, ferret-run and the
 // script are found beside this executable, so the build folder may be carried
 // to a GPU machine at another path. Each case runs in its own folder under
 // $FERRET_GPU_TEST_OUTPUT (kept) or under a temporary folder (removed when
@@ -61,6 +64,7 @@ struct test_setup {
   fs::path programs;        // the folder of this executable: bin/ of the build
   fs::path outputs;         // each case's folder goes here
   std::string device_name;  // of device 0, as the driver names it
+  std::string llvm_libraries;  // FERRET_GPU_TEST_LLVM_LIBS: the LLVM offload runtime's folders
 };
 test_setup setup;
 
@@ -1073,6 +1077,117 @@ TEST_CASE("example cuda-streams: chunks through four streams, overlapping") {
   CHECK(occurrences(to_device, "64.0 MiB") == 1);
 }
 
+TEST_CASE("openmp offload: target regions on the host, their kernel and copies on GPU 0") {
+  // The LLVM offload runtime comes from the build machine (tests/gpu/run.sh
+  // unpacks it and names its folder); only this program gets it.
+  std::string library_path = setup.llvm_libraries;
+  if (const char* inherited = std::getenv("LD_LIBRARY_PATH"); inherited != nullptr && *inherited != '\0')
+    library_path += (library_path.empty() ? "" : ":") + std::string{inherited};
+  // Mandatory offload: a silent fallback to the host would leave no GPU work to check.
+  const program_run run = run_program(
+      "openmp-offload", command_through_ferret_run({program("gpu-test-openmp-offload").string()}),
+      {{"FERRET_BACKEND", "chrome"}, {"FERRET_VERBOSE", "1"}, {"LD_LIBRARY_PATH", library_path},
+       {"OMP_TARGET_OFFLOAD", "MANDATORY"}});
+  // Exit status 127 is the dynamic loader's: libomp or libomptarget (or
+  // what they need) cannot be loaded on this machine.
+  if (run.exit_code == 127) {
+    const std::string reason = run.err.substr(0, run.err.find('\n'));
+    std::printf("skipped: the openmp offload case: the LLVM offload runtime cannot be loaded (%s)\n",
+                reason.c_str());
+    MESSAGE("skipped: the LLVM offload runtime cannot be loaded: " << run.err);
+    return;
+  }
+  REQUIRE(run.exit_code == 0);
+  CHECK(run.out.find("results correct") != std::string::npos);
+  const json expected = run.expected();
+  const auto mapped_bytes = expected.at("mapped bytes").get<std::int64_t>();
+  const auto teams = expected.at("teams").get<std::int64_t>();
+  const json trace = load_trace(run.trace());
+  const auto launch_of = check_common(trace, run.trace(), run.pid);
+  CHECK(correlations_distinct(trace));
+  CHECK(trace.at("metadata").value("ompt-region-ends-unmatched", -1) == 0);
+
+  // The OpenMP collector's regions, each once, on the main thread.
+  std::map<std::string, span> regions;
+  for (const char* name : {"offload", "target enter data [device 0]", "target [device 0]",
+                           "kernel submission", "target update [device 0]",
+                           "target exit data [device 0]"}) {
+    const auto found = host_regions(trace, run.pid, name);
+    REQUIRE_MESSAGE(found.size() == 1, "host region " << name);
+    CHECK(found[0]->at("tid") == run.pid);
+    if (std::string{name} != "offload") CHECK(found[0]->value("cat", "") == "openmp");
+    regions[name] = span_of(*found[0]);
+  }
+  CHECK(regions.at("target [device 0]").contains(regions.at("kernel submission")));
+  const auto requested_teams = events_where(trace, [&](const json& e) {
+    return e.value("ph", "") == "C" && e.value("name", "") == "requested teams";
+  });
+  REQUIRE(requested_teams.size() == 1);
+  CHECK(args_of(*requested_teams[0]).at("value") == teams);
+
+  // CUPTI's kernel, launched inside the kernel submission, attributed to it.
+  const std::uint64_t gpu0 = gpu_process_id(0, run.pid);
+  const auto kernels = gpu_operations(trace, "kernel");
+  REQUIRE(kernels.size() == 1);
+  const json* kernel = kernels[0];
+  CAPTURE(describe(kernel));
+  CHECK(kernel->at("name").get<std::string>().rfind("__omp_offloading_", 0) == 0);
+  CHECK(kernel->at("pid") == gpu0);
+  CHECK(args_of(*kernel).value("context", "") == "offload/target [device 0]/kernel submission");
+  CHECK(args_of(*kernel).at("grid").at(0) == teams);
+  CHECK(launched_by(*kernel, {"cuLaunchKernel"}));
+  const json* kernel_launch = launch_of.at(kernel);
+  CHECK(kernel_launch->at("tid") == run.pid);
+  const std::int64_t launched = nanoseconds(kernel_launch->at("ts"));
+  CHECK(regions.at("kernel submission").contains({launched, launched}));
+
+  // Every copy is CUPTI's (a driver call launched it): the OpenMP collector
+  // defers to CUPTI and delivers none of its own. The mapped array crosses
+  // once each way; libomptarget's own small copies (the device environment
+  // when it loads the image) may come on top.
+  std::vector<const json*> to_device, from_device;
+  for (const json* copy : gpu_operations(trace, "memcpy")) {
+    CAPTURE(describe(copy));
+    CHECK(copy->at("pid") == gpu0);
+    CHECK(launched_by(*copy, {"cuMemcpy"}));
+    const json& args = args_of(*copy);
+    if (args.at("bytes") != mapped_bytes) {
+      MESSAGE("another copy: " << describe(copy));
+      CHECK(args.at("bytes").get<std::int64_t>() < 4096);
+      continue;
+    }
+    (args.at("kind") == "HtoD" ? to_device : from_device).push_back(copy);
+  }
+  REQUIRE(to_device.size() == 1);
+  REQUIRE(from_device.size() == 1);
+  const auto check_copy = [&](const json* copy, const std::string& kind,
+                              const std::string& construct, const std::string& operation) {
+    CAPTURE(describe(copy));
+    const json& args = args_of(*copy);
+    CHECK(args.at("kind") == kind);
+    // "transfer to device" or its "… async" form, as the runtime reports it.
+    const std::string context = args.value("context", "");
+    CHECK(context.rfind("offload/" + construct + "/" + operation, 0) == 0);
+    const json* launch = launch_of.at(copy);
+    CHECK(launch->at("tid") == run.pid);
+    const std::int64_t at = nanoseconds(launch->at("ts"));
+    CHECK(regions.at(construct).contains({at, at}));
+  };
+  check_copy(to_device[0], "HtoD", "target enter data [device 0]", "transfer to device");
+  CHECK(args_of(*to_device[0]).value("source object", "") == "values");
+  CHECK(args_of(*to_device[0]).at("destination device") == 0);
+  check_copy(from_device[0], "DtoH", "target update [device 0]", "transfer from device");
+  CHECK(args_of(*from_device[0]).value("destination object", "") == "values");
+  CHECK(args_of(*from_device[0]).at("source device") == 0);
+  CHECK(span_of(*to_device[0]).end <= span_of(*kernel).start);
+  CHECK(span_of(*kernel).end <= span_of(*from_device[0]).start);
+  std::printf("openmp offload: kernel %s, grid %s, block %s, %.3f ms; copies of %lld bytes each way\n",
+              kernel->at("name").get<std::string>().c_str(), args_of(*kernel).at("grid").dump().c_str(),
+              args_of(*kernel).at("block").dump().c_str(),
+              static_cast<double>(span_of(*kernel).end - span_of(*kernel).start) / 1e6,
+              static_cast<long long>(mapped_bytes));
+}
+
 TEST_CASE("pytorch: bf16 matrix products through ferret-run") {
   const program_run run = run_program(
       "pytorch",
@@ -1126,6 +1241,12 @@ int main(int argc, char** argv) {
     std::printf("skipped: the cuda-streams case: the example was not built (FERRET_BUILD_EXAMPLES)\n");
     context.addFilter("test-case-exclude", "example cuda-streams*");
   }
+  if (!fs::exists(program("gpu-test-openmp-offload"))) {
+    std::printf("skipped: the openmp offload case: the program was not built (clang with LLVM's "
+                "NVIDIA device runtime and the OpenMP collector are needed)\n");
+    context.addFilter("test-case-exclude", "openmp offload*");
+  }
+  if (const char* folders = std::getenv("FERRET_GPU_TEST_LLVM_LIBS")) setup.llvm_libraries = folders;
   if (const auto reason = torch_unusable_reason()) {
     std::printf("skipped: the pytorch case: %s\n", reason->c_str());
     context.addFilter("test-case-exclude", "pytorch*");

@@ -62,6 +62,25 @@ for library in "$build"/lib/carried/*.so*; do
 done
 export LD_LIBRARY_PATH=$build/lib:$cupti_links:$missing_links${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 
+# The LLVM offload runtime for the OpenMP case (tests/gpu/pack-llvm-offload.sh
+# put it beside the build) in a folder of its own, named to gpu_trace_test,
+# which puts it on the OpenMP program's LD_LIBRARY_PATH alone: its LLVM, ICU,
+# zlib, ... must not displace the libraries of the CUDA and PyTorch programs.
+# libomptarget dlopens "libomp.so" to connect to the tool interface.
+if [[ -f $build/llvm-offload.tar.xz ]]; then
+  llvm_offload=$work/llvm-offload
+  mkdir -p "$llvm_offload"
+  if tar -C "$llvm_offload" -xJf "$build/llvm-offload.tar.xz"; then
+    ln -sf libomp.so.5 "$llvm_offload/libomp.so"
+    export FERRET_GPU_TEST_LLVM_LIBS=$llvm_offload
+    note "LLVM offload runtime for the OpenMP case: $build/llvm-offload.tar.xz unpacked"
+  else
+    note "cannot unpack $build/llvm-offload.tar.xz: the OpenMP case uses the system's LLVM, if any"
+  fi
+else
+  note "no $build/llvm-offload.tar.xz (tests/gpu/pack-llvm-offload.sh): the OpenMP case uses the system's LLVM, if any"
+fi
+
 mkdir -p "$work/traces"
 FERRET_GPU_TEST_OUTPUT=$work/traces "$build/bin/gpu_trace_test" 2>&1 | tee "$work/gpu_trace_test.log"
 test_status=${PIPESTATUS[0]}
@@ -83,7 +102,7 @@ esac
   echo "GPU: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1 || echo unknown)"
   echo "build: $build"
   echo "gpu_trace_test: $tests"
-  grep -E '^(skipped:|clock alignment:|overlap:|\[doctest\] (test cases|assertions):)' "$work/gpu_trace_test.log"
+  grep -E '^(skipped:|clock alignment:|overlap:|openmp offload:|\[doctest\] (test cases|assertions):)' "$work/gpu_trace_test.log"
   if [[ $benchmark_status != none ]]; then
     echo "benchmarks/cuda/run.sh: status $benchmark_status"
     grep -E '^\|' "$work/benchmark.log"
