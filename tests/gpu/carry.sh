@@ -6,7 +6,7 @@
 # libdw and its compressors).
 # run.sh uses a carried library only when the GPU machine has none of that name,
 # so the machine's own (newer) libraries keep serving its programs (PyTorch).
-# glibc, libstdc++ and the CUDA libraries are never carried.
+# glibc, libstdc++ and the CUDA toolkit's libraries are never carried.
 set -euo pipefail
 build=$(cd "$1" && pwd)
 rm -rf "$2"
@@ -22,13 +22,17 @@ for program in gpu_trace_test 'gpu-test-*' cuda-streams ferret-run ferret-otf2-c
 done
 if command -v otf2-print > /dev/null; then cp "$(command -v otf2-print)" "$dest/bin/"; fi
 never='/(ld-linux[^/]*|lib(c|m|dl|rt|pthread|util|stdc\+\+|gcc_s|cuda|cudart|cupti|nvidia-[^/]*)\.so[^/]*)$'
+# OpenMP offload programs are left out: their libraries (libomptarget, libLLVM
+# and its dependencies) travel in tests/gpu/pack-llvm-offload.sh's archive.
 for file in "$dest"/lib/*.so "$dest"/bin/*; do
   [[ -f $file && ! -L $file ]] || continue
-  { ldd "$file" 2> /dev/null || true; } | awk '$2 == "=>" && $3 ~ /^\// {print $3}'
+  dependencies=$(ldd "$file" 2> /dev/null || true)
+  [[ $dependencies == *libomptarget* ]] && continue
+  awk '$2 == "=>" && $3 ~ /^\// {print $3}' <<< "$dependencies"
 done | sort -u | while read -r library; do
-  # The build's own, the never-carried, and the LLVM offload runtime (it travels on its own).
+  # Not the build's own, the C/C++ runtimes, CUDA's (the GPU machine has the toolkit), LLVM's.
   if [[ $library != "$build"/* && $library != "$dest"/* && ! $library =~ $never &&
-        $library != /usr/lib/llvm-* && ! $library =~ /lib(LLVM|z3|icu)[^/]*$ ]]; then
+        $library != /usr/local/cuda* && $library != /usr/lib/llvm-* ]]; then
     cp -L "$library" "$dest/lib/carried/"
   fi
 done
