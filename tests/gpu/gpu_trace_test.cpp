@@ -723,8 +723,14 @@ TEST_CASE("ops as a TAU profile: a virtual thread for the stream, bytes as user 
   // The main thread first, then one virtual thread: the default stream.
   const ferret::tau_check::profile* host = report.find(0, 0);
   REQUIRE(host != nullptr);
+  // Annotated regions carry their source location: "setup [{ops.cu} {73,0}]".
+  const auto region_name = [&](const std::string& region) {
+    for (const auto& entry : host->functions)
+      if (entry.name.rfind(region + " [{", 0) == 0) return entry.name;
+    return region;
+  };
   for (const char* region : {"setup", "compute", "readback"}) {
-    const auto* entry = host->function(std::string{".TAU application => "} + region);
+    const auto* entry = host->function(".TAU application => " + region_name(region));
     REQUIRE_MESSAGE(entry != nullptr, region);
     CHECK(entry->calls == 1);
   }
@@ -774,7 +780,8 @@ TEST_CASE("ops as a TAU profile: a virtual thread for the stream, bytes as user 
            {"Bytes copied from Host to Device", "setup"},
            {"Bytes set", "setup"},
            {"Bytes copied from Device to Host", "readback"}}) {
-    const auto* found = context_event(event + " : .TAU application => " + region + " => ");
+    const auto* found =
+        context_event(event + " : .TAU application => " + region_name(region) + " => ");
     REQUIRE_MESSAGE(found != nullptr, event << " in " << region);
     CHECK(found->max == mebibyte);
   }
@@ -1095,6 +1102,17 @@ TEST_CASE("openmp offload: target regions on the host, their kernel and copies o
     std::printf("skipped: the openmp offload case: the LLVM offload runtime cannot be loaded (%s)\n",
                 reason.c_str());
     MESSAGE("skipped: the LLVM offload runtime cannot be loaded: " << run.err);
+    return;
+  }
+  // LLVM 19's CUDA plugin reads a cubin's SM from the low byte of e_flags; the
+  // ptxas of CUDA >= 12.8 writes cubins of ELF ABI version 8, with the SM in
+  // bits 8-15 (e_flags 0x9005a04 for sm_90), so the plugin finds no image for
+  // the GPU (and libomptarget then crashes, with or without ferret: seen on the
+  // H100 with CUDA 13). A toolkit before 12.8 or a newer LLVM avoids it.
+  if (run.err.find("No images found compatible with the installed hardware") != std::string::npos) {
+    std::printf("skipped: the openmp offload case: libomptarget accepts no device image of this "
+                "build (LLVM 19 does not read the cubin ELF ABI of CUDA >= 12.8's ptxas)\n");
+    MESSAGE("skipped: libomptarget found no compatible device image; stderr:\n" << run.err);
     return;
   }
   REQUIRE(run.exit_code == 0);

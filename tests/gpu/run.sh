@@ -9,7 +9,8 @@
 # default --quick: the whole pass must fit in one 10-minute command on the GPU
 # machine), and prints a summary: date, GPU, test results, benchmark table.
 # With $OUT set, the summary, the logs and the traces (one archive) are saved
-# there, the benchmark's own files in $OUT/benchmark.
+# there, the benchmark's own files in $OUT/benchmark. FERRET_GPU_TEST_CASES=<filter>
+# runs only the test cases it names (doctest's -tc), without the benchmarks.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$root/build/gpu}
@@ -72,7 +73,18 @@ if [[ -f $build/llvm-offload.tar.xz ]]; then
   mkdir -p "$llvm_offload"
   if tar -C "$llvm_offload" -xJf "$build/llvm-offload.tar.xz"; then
     ln -sf libomp.so.5 "$llvm_offload/libomp.so"
+    # Its CUDA plugin dlopens "libcuda.so", the development name, which a
+    # driver-only installation lacks: point it at the driver's libcuda.so.1.
+    if ! ldconfig -p | grep -q "^[[:space:]]*libcuda.so "; then
+      cuda_driver=$(ldconfig -p | awk '$1 == "libcuda.so.1" {print $NF; exit}')
+      [[ -n $cuda_driver ]] && ln -sf "$cuda_driver" "$llvm_offload/libcuda.so"
+    fi
     export FERRET_GPU_TEST_LLVM_LIBS=$llvm_offload
+    # The offload program carries LLVM bitcode that libomptarget turns into a
+    # cubin with the toolkit's ptxas, which it looks for on PATH.
+    if ! command -v ptxas > /dev/null && [[ -x /usr/local/cuda/bin/ptxas ]]; then
+      export PATH=$PATH:/usr/local/cuda/bin
+    fi
     note "LLVM offload runtime for the OpenMP case: $build/llvm-offload.tar.xz unpacked"
   else
     note "cannot unpack $build/llvm-offload.tar.xz: the OpenMP case uses the system's LLVM, if any"
@@ -82,11 +94,15 @@ else
 fi
 
 mkdir -p "$work/traces"
-FERRET_GPU_TEST_OUTPUT=$work/traces "$build/bin/gpu_trace_test" 2>&1 | tee "$work/gpu_trace_test.log"
+# FERRET_GPU_TEST_CASES=<doctest -tc filter> reruns some cases, without the benchmarks.
+test_filter=()
+[[ -n ${FERRET_GPU_TEST_CASES:-} ]] && test_filter=("-tc=$FERRET_GPU_TEST_CASES")
+FERRET_GPU_TEST_OUTPUT=$work/traces "$build/bin/gpu_trace_test" "${test_filter[@]}" 2>&1 |
+  tee "$work/gpu_trace_test.log"
 test_status=${PIPESTATUS[0]}
 
 benchmark_status=none
-if [[ -f $root/benchmarks/cuda/run.sh ]]; then
+if [[ -f $root/benchmarks/cuda/run.sh && -z ${FERRET_GPU_TEST_CASES:-} ]]; then
   OUT=${OUT:+$OUT/benchmark} bash "$root/benchmarks/cuda/run.sh" "$build" "${benchmark_options[@]}" 2>&1 |
     tee "$work/benchmark.log"
   benchmark_status=${PIPESTATUS[0]}
