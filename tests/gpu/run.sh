@@ -80,11 +80,6 @@ if [[ -f $build/llvm-offload.tar.xz ]]; then
       [[ -n $cuda_driver ]] && ln -sf "$cuda_driver" "$llvm_offload/libcuda.so"
     fi
     export FERRET_GPU_TEST_LLVM_LIBS=$llvm_offload
-    # The offload program carries LLVM bitcode that libomptarget turns into a
-    # cubin with the toolkit's ptxas, which it looks for on PATH.
-    if ! command -v ptxas > /dev/null && [[ -x /usr/local/cuda/bin/ptxas ]]; then
-      export PATH=$PATH:/usr/local/cuda/bin
-    fi
     note "LLVM offload runtime for the OpenMP case: $build/llvm-offload.tar.xz unpacked"
   else
     note "cannot unpack $build/llvm-offload.tar.xz: the OpenMP case uses the system's LLVM, if any"
