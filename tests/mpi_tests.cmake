@@ -1,0 +1,14 @@
+# Included from tests/CMakeLists.txt when the MPI layer is built: the MPI
+# example under `mpirun -np 2` (label "mpi"), with one Chrome trace per rank
+# and, with the OTF2 backend, one archive for both ranks.
+set(mpi_test_arguments -DHEAT_MPI=$<TARGET_FILE:heat_mpi> -DMPIEXEC=${MPIEXEC_EXECUTABLE}
+                       -DMPIEXEC_NUMPROC_FLAG=${MPIEXEC_NUMPROC_FLAG})
+if(FERRET_SANITIZE MATCHES "address")
+  list(APPEND mpi_test_arguments -DLSAN_SUPPRESSIONS=${CMAKE_CURRENT_SOURCE_DIR}/support/lsan-openmpi.supp)
+endif()
+add_test(NAME mpi_example_chrome
+         COMMAND ${CMAKE_COMMAND} ${mpi_test_arguments} -DMODE=chrome
+                 -DTRACE_CHECK=$<TARGET_FILE:ferret-trace-check>
+                 -DWORK=${CMAKE_CURRENT_BINARY_DIR}/mpi_example_chrome
+                 -P ${CMAKE_CURRENT_SOURCE_DIR}/mpi_example.cmake)
+set_tests_properties(mpi_example_chrome PROPERTIES LABELS "process;mpi")
