@@ -10,6 +10,7 @@
 #include <string_view>
 #include <type_traits>
 #include <unordered_map>
+#include <utility>
 
 namespace ferret::otf2 {
 namespace {
@@ -357,8 +358,7 @@ definitions unify(const std::vector<definitions>& ranks, std::vector<id_mappings
     }
     for (marker mark : rank.markers) {
       mark.definition = mapped(m.marker_definitions, mark.definition);
-      mark.text = string(mark.text);
-      global.markers.push_back(mark);
+      global.markers.push_back(std::move(mark));
     }
     for (const property& p : rank.properties) {
       auto [it, inserted] = property_index.emplace(p.name, global.properties.size());
@@ -467,8 +467,7 @@ std::string write_markers(OTF2_MarkerWriter* writer, const definitions& g) {
   }
   for (const marker& mark : g.markers)
     if (OTF2_MarkerWriter_WriteMarker(writer, mark.time, mark.duration, mark.definition,
-                                      mark.scope, mark.scope_ref,
-                                      g.strings[mark.text].c_str()) != OTF2_SUCCESS)
+                                      mark.scope, mark.scope_ref, mark.text.c_str()) != OTF2_SUCCESS)
       return "marker";
   return {};
 }

@@ -109,12 +109,13 @@ struct marker_definition {
   OTF2_MarkerSeverity severity;
 };
 
+// Markers go into the archive's one marker file, which rank 0 writes.
 struct marker {
   std::uint64_t time, duration;
   std::uint32_t definition;  // marker definition id
   OTF2_MarkerScope scope;
   std::uint64_t scope_ref;  // a location id for OTF2_MARKER_SCOPE_LOCATION
-  std::uint32_t text;       // string id
+  std::string text;         // not a string definition: markers' texts are mostly unique
 };
 
 struct property {
