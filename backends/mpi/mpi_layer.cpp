@@ -15,6 +15,7 @@
 #include <climits>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <thread>
 #include <vector>
 
@@ -127,11 +128,37 @@ class mpi_process_group final : public runtime::process_group {
 // Created when MPI_Init returns, never freed (backends may hold it to the end).
 mpi_process_group* g_group = nullptr;
 
+// What this rank records with: 0 without a session, else a hash of
+// FERRET_BACKEND (the backends' collectives must match across ranks).
+std::uint64_t recording_signature() {
+  if (!runtime::session_active()) return 0;
+  const char* backends = std::getenv("FERRET_BACKEND");
+  std::uint64_t hash = 14695981039346656037ULL;  // FNV-1a
+  for (const char* c = backends != nullptr ? backends : ""; *c != '\0'; ++c)
+    hash = (hash ^ static_cast<unsigned char>(*c)) * 1099511628211ULL;
+  return hash == 0 ? 1 : hash;
+}
+
 int after_init(int result) {
-  if (result != MPI_SUCCESS || g_group != nullptr || !runtime::session_active()) return result;
+  if (result != MPI_SUCCESS || g_group != nullptr) return result;
+  // Every rank takes part in these collectives, traced or not: a rank whose
+  // session did not start must not leave the others waiting.
   MPI_Comm communicator = MPI_COMM_NULL;
   if (PMPI_Comm_dup(MPI_COMM_WORLD, &communicator) != MPI_SUCCESS) {
-    runtime::print_message("MPI_Comm_dup failed: this rank records into its own output");
+    runtime::print_message("MPI_Comm_dup failed: each rank records into its own output");
+    return result;
+  }
+  // The group forms only when all ranks record with the same backends.
+  const std::uint64_t signature = recording_signature();
+  std::uint64_t bounds[2] = {signature, ~signature};  // max of both: the largest and the smallest
+  PMPI_Allreduce(MPI_IN_PLACE, bounds, 2, MPI_UINT64_T, MPI_MAX, communicator);
+  const bool all_alike = bounds[0] == ~bounds[1] && signature != 0;
+  if (!all_alike) {
+    if (signature != 0)
+      runtime::print_message(
+          "the MPI ranks do not all record with the same FERRET_BACKEND: each rank writes its own "
+          "output");
+    PMPI_Comm_free(&communicator);
     return result;
   }
   g_group = new mpi_process_group(communicator);

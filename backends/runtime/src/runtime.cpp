@@ -442,7 +442,9 @@ bool runtime_state::start_session() {
 
   backend_context context{&s->info, expand_output(config_.output, info), false};
   const bool wants_directory = !context.output.empty() && context.output.back() == '/';
-  if (wants_directory && !is_directory(context.output) && mkdir(context.output.c_str(), 0755) != 0) {
+  // Processes started together (MPI ranks) may race to create it: EEXIST is fine.
+  if (wants_directory && !is_directory(context.output) && mkdir(context.output.c_str(), 0755) != 0 &&
+      !(errno == EEXIST && is_directory(context.output))) {
     message("cannot create the output directory '{}' (FERRET_OUTPUT): {}; running untraced",
             context.output, std::strerror(errno));
     return false;
