@@ -17,7 +17,10 @@ set(mpi_environment
     OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_hwloc_base_binding_policy=none)
 if(LSAN_SUPPRESSIONS)
   # Under AddressSanitizer: OpenMPI's own leaks only, named in the file.
-  list(APPEND mpi_environment "LSAN_OPTIONS=suppressions=${LSAN_SUPPRESSIONS}")
+  # The slow unwinder: OpenMPI is built without frame pointers, and only a
+  # complete stack reaches the OpenMPI frames that the suppressions name.
+  list(APPEND mpi_environment
+       "LSAN_OPTIONS=suppressions=${LSAN_SUPPRESSIONS}:fast_unwind_on_malloc=0")
 endif()
 
 function(run_ranks backend output)
@@ -104,6 +107,27 @@ elseif(MODE STREQUAL "otf2")
     endif()
   endforeach()
   message(STATUS "one archive, two ranks, otf2-print clean")
+elseif(MODE STREQUAL "otf2_without_init")
+  # The MPI layer is loaded but MPI_Init never comes (heat_mpi refuses its
+  # arguments first): what was held is written to a per-process archive at exit.
+  execute_process(COMMAND ${CMAKE_COMMAND} -E env FERRET_BACKEND=otf2 FERRET_OUTPUT=${WORK}/alone.otf2
+                          ${HEAT_MPI} 0
+                  WORKING_DIRECTORY ${WORK} RESULT_VARIABLE status ERROR_VARIABLE err TIMEOUT 60)
+  if(NOT status EQUAL 2)
+    message(FATAL_ERROR "heat_mpi 0 should exit with 2 (usage), got ${status}: ${err}")
+  endif()
+  set(anchor ${WORK}/alone/traces.otf2)
+  execute_process(COMMAND ${OTF2_CHECK} ${anchor} --processes 1 --threads 1 --region startup
+                  RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  message(STATUS "${out}${err}")
+  if(NOT status EQUAL 0)
+    message(FATAL_ERROR "ferret-otf2-check failed")
+  endif()
+  execute_process(COMMAND ${OTF2_PRINT} -G ${anchor} OUTPUT_VARIABLE definitions)
+  if(NOT definitions MATCHES "\"heat_mpi \\([0-9]+\\)\"")
+    message(FATAL_ERROR "the process location group is not named after the program and its pid")
+  endif()
+  message(STATUS "no MPI_Init: a per-process archive with the events held")
 else()
-  message(FATAL_ERROR "MODE must be chrome or otf2")
+  message(FATAL_ERROR "MODE must be chrome, otf2 or otf2_without_init")
 endif()

@@ -1,6 +1,7 @@
 # Included from tests/CMakeLists.txt when the MPI layer is built: the MPI
 # example under `mpirun -np 2` (label "mpi"), with one Chrome trace per rank
-# and, with the OTF2 backend, one archive for both ranks.
+# and, with the OTF2 backend, one archive for both ranks (and a per-process
+# archive when MPI_Init never comes).
 set(mpi_test_arguments -DHEAT_MPI=$<TARGET_FILE:heat_mpi> -DMPIEXEC=${MPIEXEC_EXECUTABLE}
                        -DMPIEXEC_NUMPROC_FLAG=${MPIEXEC_NUMPROC_FLAG})
 if(FERRET_SANITIZE MATCHES "address")
@@ -12,3 +13,13 @@ add_test(NAME mpi_example_chrome
                  -DWORK=${CMAKE_CURRENT_BINARY_DIR}/mpi_example_chrome
                  -P ${CMAKE_CURRENT_SOURCE_DIR}/mpi_example.cmake)
 set_tests_properties(mpi_example_chrome PROPERTIES LABELS "process;mpi")
+if(FERRET_HAVE_OTF2)
+  foreach(mode otf2 otf2_without_init)
+    add_test(NAME mpi_example_${mode}
+             COMMAND ${CMAKE_COMMAND} ${mpi_test_arguments} -DMODE=${mode}
+                     -DOTF2_CHECK=$<TARGET_FILE:ferret-otf2-check> -DOTF2_PRINT=${FERRET_OTF2_PRINT}
+                     -DWORK=${CMAKE_CURRENT_BINARY_DIR}/mpi_example_${mode}
+                     -P ${CMAKE_CURRENT_SOURCE_DIR}/mpi_example.cmake)
+    set_tests_properties(mpi_example_${mode} PROPERTIES LABELS "process;mpi")
+  endforeach()
+endif()
