@@ -13,6 +13,11 @@ cmake -S "$source/examples/basic" -B "$work/example" -G "$generator" \
 cmake --build "$work/example" > "$work/build.log"
 (cd "$work" && FERRET_BACKEND=chrome FERRET_OUTPUT=heat.json "$work/example/heat" 64 2)
 "$work/prefix/bin/ferret-trace-check" "$work/heat.json"
+# Built with OTF2: the installed backend writes an archive the installed checker reads.
+if [[ -x $work/prefix/bin/ferret-otf2-check ]]; then
+  (cd "$work" && FERRET_BACKEND=otf2 FERRET_OUTPUT=heat.otf2 "$work/example/heat" 64 2)
+  "$work/prefix/bin/ferret-otf2-check" "$work/heat/traces.otf2" --threads 3 --region step
+fi
 # Embedding with add_subdirectory works too.
 cmake -S "$source/tests/package" -B "$work/embedded" -G "$generator" \
       -DFERRET_SOURCE_DIR="$source" > "$work/embedded-configure.log"

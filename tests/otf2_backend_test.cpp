@@ -17,6 +17,7 @@
 #include <initializer_list>
 #include <iterator>
 #include <memory>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -170,7 +171,10 @@ TEST_CASE("host threads: regions, counters, marks and metadata") {
                          begin(2'600, launch), end(2'700, launch), end(3'000, step)});
   f.feed(f.worker, {begin(1'500, step), mark(1'700, stop), end(1'900, step),
                     end(1'950, stray)});
+  const rt::data_object_info field{3, "field", 0xbeef00, 1024, rt::memory_kind::host, -1};
+  f.backend->data_object({1'200, rt::data_object_change::registered, test_pid, &field});
   f.flush(false);
+  f.backend->data_object({5'500, rt::data_object_change::unregistered, test_pid, &field});
   // Second drain: an end that skips an open region, and a region left open.
   f.feed(f.main_thread, {begin(4'000, step), begin(4'100, step), end(5'000, solve),
                          sample(6'000, residual, 0.25), begin(7'000, step)});
@@ -190,8 +194,10 @@ TEST_CASE("host threads: regions, counters, marks and metadata") {
   CHECK(report.region_paradigms.at("solve") == 1);             // USER
   CHECK(report.region_paradigms.at("cudaLaunchKernel") == 5);  // CUDA
   CHECK(report.metric_samples == 2);
-  REQUIRE(report.markers.size() == 1);
-  CHECK(report.markers.front() == "stop");
+  // The mark and the data object's lifetime, as markers.
+  CHECK(report.markers == std::vector<std::string>{
+                              "stop", "field registered: 1024 bytes of host memory at 0xbeef00",
+                              "field unregistered"});
   CHECK(report.properties.at("FERRET::EVENTS_DROPPED") == "7");
   CHECK(report.properties.at("FERRET::UNMATCHED_REGION_ENDS") == "1");
   CHECK(report.properties.at("FERRET::UNBALANCED_REGION_ENDS") == "1");
@@ -241,11 +247,24 @@ rt::gpu_activity copy(std::int64_t start_ns, std::int64_t end_ns, std::uint32_t 
 
 }  // namespace
 
+rt::gpu_activity memory(rt::gpu_operation kind, std::int64_t ns, std::uint64_t bytes) {
+  rt::gpu_activity activity = operation(kind, ns, ns, 0, 0, test_pid);
+  activity.bytes = bytes;
+  activity.memory = rt::memory_kind::device;
+  return activity;
+}
+
 TEST_CASE("GPU: stream locations, kernels sorted per stream, copies as RMA") {
   fixture f;
   const char* saxpy = "_Z5saxpyifPKfPf";
   const char* scale = "scale";  // extern "C": not mangled
   const rt::name_info* work = f.names.add("work");
+  const rt::name_info* launch_call = f.names.add("cudaLaunchKernel", "cuda");
+  const rt::context_node root{0, 0, nullptr, nullptr};
+  const rt::context_node in_work{1, 1, &root, work};
+  const rt::context_node in_launch{2, 2, &in_work, launch_call};
+  rt::data_object_info x{7, "x", 0x1000, 4096, rt::memory_kind::device, 0};
+  rt::data_object_info y{8, "y", 0x2000, 2048, rt::memory_kind::device, 1};
   f.feed(f.main_thread, {begin(1'000, work)});
   f.feed(f.worker, {begin(1'100, work), end(1'200, work)});
 
@@ -253,15 +272,26 @@ TEST_CASE("GPU: stream locations, kernels sorted per stream, copies as RMA") {
   device.id = 0;
   device.name = "NVIDIA H100 80GB HBM3";
   f.backend->gpu_device(device);
+  rt::gpu_activity launched = kernel(9'000, 9'500, 7, saxpy);
+  launched.launch.correlation = 77;
+  launched.launch.context = &in_launch;
+  launched.kernel = {{64, 2, 1}, {256, 1, 1}, 32, 1024, 0, 0, 0, 0.75};
+  rt::gpu_activity to_x = copy(2'000, 3'000, 7, rt::copy_kind::host_to_device, 4096, test_pid);
+  to_x.destination_object = &x;
+  // A peer copy from GPU 1 into GPU 0: a get from GPU 1's memory location.
+  rt::gpu_activity from_y = copy(16'000, 16'500, 7, rt::copy_kind::peer_to_peer, 2048, test_pid);
+  from_y.source_device = 1;
+  from_y.source_object = &y;
   // Drain 1: out of order, two streams, one pair of overlapping kernels.
   const rt::gpu_activity first[] = {
-      kernel(9'000, 9'500, 7, saxpy),
-      copy(2'000, 3'000, 7, rt::copy_kind::host_to_device, 4096, test_pid),
+      launched,
+      to_x,
       kernel(5'000, 6'000, 8, scale),
       kernel(4'000, 7'000, 7, saxpy),
       kernel(6'500, 8'000, 7, scale),  // starts before the previous one ends
       copy(10'000, 11'000, 8, rt::copy_kind::device_to_host, 1024, worker_tid),
-      operation(rt::gpu_operation::allocation, 1'500, 1'500, 0, 0, test_pid),
+      memory(rt::gpu_operation::allocation, 1'500, 1 << 20),
+      operation(rt::gpu_operation::synchronization, 9'600, 9'700, 0, 7, test_pid),
   };
   f.backend->gpu_activities(first, std::size(first));
   f.flush(false);
@@ -270,6 +300,9 @@ TEST_CASE("GPU: stream locations, kernels sorted per stream, copies as RMA") {
       kernel(8'500, 8'800, 7, saxpy),
       kernel(12'000, 13'000, 8, saxpy),
       copy(14'000, 15'000, 7, rt::copy_kind::host_to_device, 100, 0),  // launch unknown
+      from_y,
+      memory(rt::gpu_operation::allocation, 12'500, 1 << 19),
+      memory(rt::gpu_operation::release, 13'500, 1 << 20),
   };
   f.backend->gpu_activities(second, std::size(second));
   f.feed(f.main_thread, {end(20'000, work)});
@@ -285,18 +318,36 @@ TEST_CASE("GPU: stream locations, kernels sorted per stream, copies as RMA") {
     CHECK(location.enters == location.leaves);
   }
   CHECK(streams == 2);
+  // GPU 0 memory (allocations) and GPU 1 memory (the peer end): metric locations.
+  std::size_t memory_locations = 0;
+  for (const auto& [id, location] : report.locations)
+    if (location.type == 3) {  // METRIC
+      ++memory_locations;
+      CHECK(report.location_group_types.at(location.group) == 2);
+    }
+  CHECK(memory_locations == 2);
+  CHECK(report.last_metric_values.at("GPU 0 allocated device memory") == doctest::Approx(1 << 19));
   const std::string saxpy_name = rt::demangled_kernel_name(saxpy);
   CHECK(report.regions.count(saxpy_name) == 1);
   CHECK(report.regions.count("scale") == 1);
   CHECK(report.region_paradigms.at(saxpy_name) == 5);  // CUDA
-  CHECK(report.rma_gets == 2);
+  CHECK(report.rma_gets == 3);
   CHECK(report.rma_puts == 1);
-  CHECK(report.rma_completions == 3);
-  CHECK(report.get_bytes == 4196);
+  CHECK(report.rma_completions == 4);
+  CHECK(report.get_bytes == 4196 + 2048);
   CHECK(report.put_bytes == 1024);
+  // Kernel attributes, launch and calling context; objects on copies.
+  CHECK(report.attribute_counts.at("registers per thread") == 6);
+  CHECK(report.attribute_strings.at("grid") == std::set<std::string>{"0,0,0", "64,2,1"});
+  CHECK(report.attribute_strings.at("calling context") == std::set<std::string>{"work"});
+  CHECK(report.attribute_strings.at("launch") == std::set<std::string>{"cudaLaunchKernel"});
+  CHECK(report.attribute_counts.at("correlation id") == 1);
+  CHECK(report.attribute_counts.at("theoretical occupancy") == 6);
+  CHECK(report.attribute_strings.at("destination object") == std::set<std::string>{"x"});
+  CHECK(report.attribute_strings.at("source object") == std::set<std::string>{"y"});
   // The overlapping kernel and the one from the past are clamped.
   CHECK(report.properties.at("FERRET::CLAMPED_TIMESTAMPS") != "0");
-  CHECK(report.properties.at("FERRET::GPU_OPERATIONS_NOT_WRITTEN") == "1");
+  CHECK(report.properties.at("FERRET::GPU_SYNCHRONIZATIONS_NOT_WRITTEN") == "1");
 }
 
 TEST_CASE("archive naming") {

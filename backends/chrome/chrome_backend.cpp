@@ -162,14 +162,6 @@ std::uint32_t gpu_pid(std::uint32_t device, std::uint32_t host_pid) noexcept {
 // Stream tracks start at tid 1: a tid of 0 would land on the process's main thread.
 std::uint64_t stream_tid(std::uint32_t stream) noexcept { return std::uint64_t{stream} + 1U; }
 
-// The API call an operation was launched from: the innermost context node in
-// the "cuda" domain, or nullptr.
-const name_info* api_call_of(const context_node* node) noexcept {
-  for (; node != nullptr; node = node->parent)
-    if (node->name != nullptr && node->name->domain == "cuda") return node->name;
-  return nullptr;
-}
-
 const char* synchronization_name(std::uint32_t detail) noexcept {
   switch (detail) {
     case 1: return "event synchronization";
@@ -545,7 +537,7 @@ class chrome_backend final : public runtime::backend {
       args.append(",\"context\":");
       append_json_string(args, path);
     }
-    if (const name_info* call = api_call_of(node); call != nullptr) {
+    if (const name_info* call = runtime::launching_call(node); call != nullptr) {
       args.append(",\"launch\":");
       append_json_string(args, call->name);
     }

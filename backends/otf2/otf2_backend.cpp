@@ -83,6 +83,62 @@ struct region_def {
   std::uint32_t line;
 };
 
+// Attributes on GPU events (Enter of kernels and memsets, RmaGet/RmaPut of
+// copies): what Score-P users find in the event details in Vampir.
+enum attribute : std::uint32_t {
+  attribute_correlation,
+  attribute_context,
+  attribute_launch,
+  attribute_grid,
+  attribute_block,
+  attribute_registers,
+  attribute_static_shared_memory,
+  attribute_dynamic_shared_memory,
+  attribute_local_memory,
+  attribute_occupancy,
+  attribute_source_object,
+  attribute_destination_object,
+  attribute_object,
+  attribute_memory_kind,
+  attribute_source_device,
+  attribute_destination_device,
+  attribute_count
+};
+
+struct attribute_def {
+  const char* name;
+  const char* description;
+  OTF2_Type type;
+};
+
+constexpr attribute_def attribute_defs[attribute_count] = {
+    {"correlation id", "the CUDA API call's correlation id", OTF2_TYPE_UINT64},
+    {"calling context", "annotated regions open when the operation was launched", OTF2_TYPE_STRING},
+    {"launch", "the API call that launched the operation", OTF2_TYPE_STRING},
+    {"grid", "grid size x,y,z", OTF2_TYPE_STRING},
+    {"block", "block size x,y,z", OTF2_TYPE_STRING},
+    {"registers per thread", "", OTF2_TYPE_UINT32},
+    {"static shared memory", "bytes per block", OTF2_TYPE_UINT32},
+    {"dynamic shared memory", "bytes per block", OTF2_TYPE_UINT32},
+    {"local memory per thread", "bytes", OTF2_TYPE_UINT32},
+    {"theoretical occupancy", "active warps per SM / maximum", OTF2_TYPE_DOUBLE},
+    {"source object", "the data object copied from", OTF2_TYPE_STRING},
+    {"destination object", "the data object copied to", OTF2_TYPE_STRING},
+    {"object", "the data object set", OTF2_TYPE_STRING},
+    {"memory kind", "", OTF2_TYPE_STRING},
+    {"source device", "-1 for host memory", OTF2_TYPE_INT32},
+    {"destination device", "-1 for host memory", OTF2_TYPE_INT32},
+};
+
+// OTF2 keeps markers in memory until the archive is closed: at most this many
+// (marks and data-object changes); the others are counted.
+constexpr std::uint64_t max_markers = 100'000;
+
+struct metric_def {
+  std::uint32_t name;  // string refs
+  std::uint32_t unit;
+};
+
 struct location_group_def {
   std::uint32_t name;
   OTF2_LocationGroupType type;
@@ -147,8 +203,8 @@ class otf2_backend final : public runtime::backend {
   otf2_backend(const session_info& session, std::string directory)
       : session_(session), directory_(std::move(directory)) {}
 
-  ~otf2_backend() override = default;  // never writes (see abandon()); an archive not
-                                        // closed by a final flush is left as it is
+  // Never writes (see abandon()); an archive not closed by a final flush is left as it is.
+  ~otf2_backend() override { OTF2_AttributeList_Delete(attributes_); }
   otf2_backend(const otf2_backend&) = delete;
   otf2_backend& operator=(const otf2_backend&) = delete;
 
@@ -205,8 +261,19 @@ class otf2_backend final : public runtime::backend {
     }
   }
 
-  void data_object(const runtime::data_object_event&) override {
-    ++data_object_events_not_written_;  // not in this slice
+  void data_object(const runtime::data_object_event& event) override {
+    if (closed_ || event.object == nullptr) return;
+    const runtime::data_object_info& object = *event.object;
+    const bool registered = event.change == runtime::data_object_change::registered;
+    const std::string on_gpu = object.device < 0 ? "" : fmt::format(" on GPU {}", object.device);
+    const std::string text =
+        registered ? fmt::format("{} registered: {} bytes of {} memory{} at {:#x}", object.name,
+                                 object.bytes, runtime::to_string(object.memory), on_gpu,
+                                 object.address)
+                   : fmt::format("{} unregistered", object.name);
+    const std::uint32_t id =
+        thread_location(event.tid != 0 ? event.tid : session_.pid, event.tid == session_.pid, {});
+    write_marker("data object", id, event.time_ns, text);
   }
 
   void gpu_device(const runtime::gpu_device_info& device) override {
@@ -221,12 +288,22 @@ class otf2_backend final : public runtime::backend {
     std::map<std::uint32_t, std::vector<const gpu_activity*>> by_location;
     for (std::size_t i = 0; i < count; ++i) {
       const gpu_activity& a = activities[i];
-      if (a.operation != gpu_operation::kernel && a.operation != gpu_operation::memcpy &&
-          a.operation != gpu_operation::memset) {
-        ++gpu_operations_not_written_;
-        continue;
+      switch (a.operation) {
+        case gpu_operation::kernel:
+        case gpu_operation::memcpy:
+        case gpu_operation::memset:
+          by_location[stream_location(a.device, a.stream)].push_back(&a);
+          break;
+        case gpu_operation::allocation:
+        case gpu_operation::release:
+          by_location[memory_location(a.device)].push_back(&a);
+          break;
+        case gpu_operation::synchronization:
+          // A wait overlaps the stream's kernels, which a location's nesting
+          // cannot show; the host thread's API call region shows the wait.
+          ++synchronizations_not_written_;
+          break;
       }
-      by_location[stream_location(a.device, a.stream)].push_back(&a);
     }
     for (auto& [id, list] : by_location) {
       std::stable_sort(list.begin(), list.end(), [](const gpu_activity* a, const gpu_activity* b) {
@@ -421,14 +498,24 @@ class otf2_backend final : public runtime::backend {
   }
 
   void write_mark(std::uint32_t id, const record& mark) {
+    write_marker(mark.name->domain.empty() ? "mark" : mark.name->domain, id, mark.time_ns,
+                 mark.name->name);
+  }
+
+  // A marker on location `id` (its scope); category = the marker definition.
+  void write_marker(const std::string& category, std::uint32_t id, std::int64_t time_ns,
+                    const std::string& text) {
+    if (markers_ >= max_markers) {
+      ++markers_not_written_;
+      return;
+    }
     if (marker_writer_ == nullptr) {
       marker_writer_ = OTF2_Archive_GetMarkerWriter(archive_);
       if (marker_writer_ == nullptr) {
-        ++marks_not_written_;
+        ++markers_not_written_;
         return;
       }
     }
-    const std::string category = mark.name->domain.empty() ? "mark" : mark.name->domain;
     auto it = marker_defs_.find(category);
     if (it == marker_defs_.end()) {
       const auto ref = static_cast<std::uint32_t>(marker_defs_.size());
@@ -438,28 +525,34 @@ class otf2_backend final : public runtime::backend {
          "marker definition");
     }
     const std::uint64_t t =
-        offset_ + static_cast<std::uint64_t>(std::max<std::int64_t>(mark.time_ns, 0));
+        offset_ + static_cast<std::uint64_t>(std::max<std::int64_t>(time_ns, 0));
     latest_ = std::max(latest_, t);
     ok(OTF2_MarkerWriter_WriteMarker(marker_writer_, t, 0, it->second, OTF2_MARKER_SCOPE_LOCATION,
-                                     id, mark.name->name.c_str()),
+                                     id, text.c_str()),
        "marker");
-    ++marks_;
+    ++markers_;
   }
 
   void write_counter(std::uint32_t id, const record& sample) {
     const name_info& name = *sample.name;
     if (name.id >= metric_of_name_.size()) metric_of_name_.resize(name.id + 1U, no_ref);
     std::uint32_t& metric = metric_of_name_[name.id];
-    if (metric == no_ref) {
-      metric = static_cast<std::uint32_t>(metrics_.size());
-      metrics_.push_back(string_ref(name.name));
-    }
+    if (metric == no_ref) metric = add_metric(name.name, "");
+    write_metric(id, sample.time_ns, metric, sample.value);
+  }
+
+  std::uint32_t add_metric(const std::string& name, const std::string& unit) {
+    const auto id = static_cast<std::uint32_t>(metrics_.size());
+    metrics_.push_back(metric_def{string_ref(name), string_ref(unit)});
+    return id;
+  }
+
+  void write_metric(std::uint32_t id, std::int64_t time_ns, std::uint32_t metric, double sample) {
     location& where = locations_[id];
     const OTF2_Type type = OTF2_TYPE_DOUBLE;
     OTF2_MetricValue value;
-    value.floating_point = sample.value;
-    ok(OTF2_EvtWriter_Metric(where.writer, nullptr, stamp(where, sample.time_ns), metric, 1, &type,
-                             &value),
+    value.floating_point = sample;
+    ok(OTF2_EvtWriter_Metric(where.writer, nullptr, stamp(where, time_ns), metric, 1, &type, &value),
        "Metric");
   }
 
@@ -481,40 +574,136 @@ class otf2_backend final : public runtime::backend {
     return by_name->second;
   }
 
+  // "GPU <n> memory": a metric location in the GPU's group, for the memory
+  // allocated on the device and as the remote end of peer-to-peer copies.
+  std::uint32_t memory_location(std::uint32_t device) {
+    const auto it = gpu_memory_.find(device);
+    if (it != gpu_memory_.end()) return it->second;
+    const std::uint32_t id = add_location(fmt::format("GPU {} memory", device),
+                                          OTF2_LOCATION_TYPE_METRIC, gpu_group(device));
+    gpu_memory_.emplace(device, id);
+    return id;
+  }
+
+  // Attributes naming where an operation came from (built once per context node:
+  // nodes live as long as the session).
+  void add_launch_attributes(const gpu_activity& a) {
+    if (a.launch.correlation != 0)
+      OTF2_AttributeList_AddUint64(attributes_, attribute_correlation, a.launch.correlation);
+    if (a.launch.context == nullptr) return;
+    auto [it, inserted] = context_strings_.try_emplace(a.launch.context, no_ref, no_ref);
+    if (inserted) {
+      if (const std::string path = runtime::context_path(a.launch.context); !path.empty())
+        it->second.first = string_ref(path);
+      if (const name_info* call = runtime::launching_call(a.launch.context); call != nullptr)
+        it->second.second = string_ref(call->name);
+    }
+    if (it->second.first != no_ref)
+      OTF2_AttributeList_AddStringRef(attributes_, attribute_context, it->second.first);
+    if (it->second.second != no_ref)
+      OTF2_AttributeList_AddStringRef(attributes_, attribute_launch, it->second.second);
+  }
+
+  void add_object_attribute(attribute key, const runtime::data_object_info* object) {
+    if (object != nullptr) OTF2_AttributeList_AddStringRef(attributes_, key, string_ref(object->name));
+  }
+
+  void add_kernel_attributes(const runtime::kernel_attributes& k) {
+    OTF2_AttributeList_AddStringRef(
+        attributes_, attribute_grid, string_ref(fmt::format("{},{},{}", k.grid[0], k.grid[1], k.grid[2])));
+    OTF2_AttributeList_AddStringRef(
+        attributes_, attribute_block,
+        string_ref(fmt::format("{},{},{}", k.block[0], k.block[1], k.block[2])));
+    OTF2_AttributeList_AddUint32(attributes_, attribute_registers, k.registers_per_thread);
+    OTF2_AttributeList_AddUint32(attributes_, attribute_static_shared_memory, k.static_shared_memory);
+    OTF2_AttributeList_AddUint32(attributes_, attribute_dynamic_shared_memory,
+                                 k.dynamic_shared_memory);
+    OTF2_AttributeList_AddUint32(attributes_, attribute_local_memory, k.local_memory_per_thread);
+    if (k.occupancy >= 0) OTF2_AttributeList_AddDouble(attributes_, attribute_occupancy, k.occupancy);
+  }
+
   void write_gpu_activity(std::uint32_t id, const gpu_activity& a) {
-    if (a.operation == gpu_operation::memcpy) {
-      const bool self = a.copy == runtime::copy_kind::device_to_device ||
-                        a.copy == runtime::copy_kind::peer_to_peer;
-      const std::uint32_t remote = self ? id : host_location(a);
-      location& where = locations_[id];
-      const std::uint64_t matching = ++copies_;
-      const std::uint64_t start = stamp(where, a.start_ns);
-      if (a.copy == runtime::copy_kind::host_to_device)
-        ok(OTF2_EvtWriter_RmaGet(where.writer, nullptr, start, 0, remote, a.bytes, matching),
-           "RmaGet");
-      else
-        ok(OTF2_EvtWriter_RmaPut(where.writer, nullptr, start, 0, remote, a.bytes, matching),
-           "RmaPut");
-      ok(OTF2_EvtWriter_RmaOpCompleteBlocking(where.writer, nullptr,
-                                              stamp(where, std::max(a.end_ns, a.start_ns)), 0,
-                                              matching),
-         "RmaOpCompleteBlocking");
-      return;
+    attributes_used_ = true;
+    switch (a.operation) {
+      case gpu_operation::memcpy: write_copy(id, a); return;
+      case gpu_operation::allocation:
+      case gpu_operation::release: write_allocation(id, a); return;
+      case gpu_operation::kernel:
+      case gpu_operation::memset: break;
+      case gpu_operation::synchronization: return;  // not delivered here (see gpu_activities)
     }
     std::uint32_t region = 0;
+    add_launch_attributes(a);
     if (a.operation == gpu_operation::kernel) {
       region = kernel_region(a.name);
+      add_kernel_attributes(a.kernel);
     } else {
       if (memset_region_ == no_ref)
-        memset_region_ = add_region("cudaMemset", "", OTF2_REGION_ROLE_DATA_TRANSFER,
+        memset_region_ = add_region("Memset", "", OTF2_REGION_ROLE_DATA_TRANSFER,
                                     OTF2_PARADIGM_CUDA, "", 0);
       region = memset_region_;
+      add_object_attribute(attribute_object, a.destination_object);
+      OTF2_AttributeList_AddStringRef(attributes_, attribute_memory_kind,
+                                      string_ref(std::string{runtime::to_string(a.memory)}));
     }
     location& where = locations_[id];
-    ok(OTF2_EvtWriter_Enter(where.writer, nullptr, stamp(where, a.start_ns), region), "Enter");
+    ok(OTF2_EvtWriter_Enter(where.writer, attributes_, stamp(where, a.start_ns), region), "Enter");
     ok(OTF2_EvtWriter_Leave(where.writer, nullptr, stamp(where, std::max(a.end_ns, a.start_ns)),
                             region),
        "Leave");
+  }
+
+  // A copy as Score-P writes CUDA memcpys: one-sided communication from the
+  // stream's location. The device gets data (RmaGet) when it is the destination
+  // and puts it (RmaPut) otherwise. Remote: the launching host thread for copies
+  // from or to the host, the other GPU's memory location for peer copies, the
+  // stream itself for copies within one device.
+  void write_copy(std::uint32_t id, const gpu_activity& a) {
+    const auto device = static_cast<std::int32_t>(a.device);
+    std::uint32_t remote = id;
+    bool get = a.copy == runtime::copy_kind::host_to_device;
+    if (a.copy == runtime::copy_kind::peer_to_peer) {
+      const std::int32_t peer =
+          a.source_device == device ? a.destination_device : a.source_device;
+      get = a.destination_device == device;
+      if (peer >= 0) remote = memory_location(static_cast<std::uint32_t>(peer));
+    } else if (a.copy != runtime::copy_kind::device_to_device) {
+      remote = host_location(a);
+    }
+    add_launch_attributes(a);
+    add_object_attribute(attribute_source_object, a.source_object);
+    add_object_attribute(attribute_destination_object, a.destination_object);
+    OTF2_AttributeList_AddInt32(attributes_, attribute_source_device, a.source_device);
+    OTF2_AttributeList_AddInt32(attributes_, attribute_destination_device, a.destination_device);
+    location& where = locations_[id];
+    const std::uint64_t matching = ++copies_;
+    const std::uint64_t start = stamp(where, a.start_ns);
+    if (get)
+      ok(OTF2_EvtWriter_RmaGet(where.writer, attributes_, start, 0, remote, a.bytes, matching),
+         "RmaGet");
+    else
+      ok(OTF2_EvtWriter_RmaPut(where.writer, attributes_, start, 0, remote, a.bytes, matching),
+         "RmaPut");
+    ok(OTF2_EvtWriter_RmaOpCompleteBlocking(where.writer, nullptr,
+                                            stamp(where, std::max(a.end_ns, a.start_ns)), 0,
+                                            matching),
+       "RmaOpCompleteBlocking");
+  }
+
+  // Memory allocated on a device, per memory kind, as a metric on the GPU's
+  // memory location (Vampir draws it as a counter).
+  void write_allocation(std::uint32_t id, const gpu_activity& a) {
+    const std::uint64_t key = (std::uint64_t{a.device} << 8U) | static_cast<std::uint8_t>(a.memory);
+    auto [it, inserted] = allocated_.try_emplace(key);
+    if (inserted)
+      it->second.metric = add_metric(
+          fmt::format("GPU {} allocated {} memory", a.device, runtime::to_string(a.memory)), "bytes");
+    std::uint64_t& bytes = it->second.bytes;
+    if (a.operation == gpu_operation::allocation)
+      bytes += a.bytes;
+    else
+      bytes -= std::min(bytes, a.bytes);
+    write_metric(id, a.start_ns, it->second.metric, static_cast<double>(bytes));
   }
 
   void set_property(std::string_view prefix, std::string_view key, const std::string& value) {
@@ -537,11 +726,10 @@ class otf2_backend final : public runtime::backend {
     set_property("", "UNBALANCED_REGION_ENDS", std::to_string(unbalanced_region_ends_));
     set_property("", "UNFINISHED_REGIONS", std::to_string(unfinished_regions_));
     set_property("", "CLAMPED_TIMESTAMPS", std::to_string(clamped_timestamps_));
-    set_property("", "GPU_OPERATIONS_NOT_WRITTEN", std::to_string(gpu_operations_not_written_));
-    set_property("", "DATA_OBJECT_EVENTS_NOT_WRITTEN",
-                 std::to_string(data_object_events_not_written_));
-    set_property("", "MARKS", std::to_string(marks_));
-    set_property("", "MARKS_NOT_WRITTEN", std::to_string(marks_not_written_));
+    set_property("", "GPU_SYNCHRONIZATIONS_NOT_WRITTEN",
+                 std::to_string(synchronizations_not_written_));
+    set_property("", "MARKERS", std::to_string(markers_));
+    set_property("", "MARKERS_NOT_WRITTEN", std::to_string(markers_not_written_));
     if (status.runtime_metadata != nullptr)
       for (const auto& [key, value] : *status.runtime_metadata)
         set_property("RUNTIME::", key, to_text(value));
@@ -562,9 +750,12 @@ class otf2_backend final : public runtime::backend {
     const std::uint32_t cuda_name = string_ref("CUDA");
     const std::uint32_t node_class = string_ref("node");
     const std::uint32_t machine_class = string_ref("machine");
-    const std::uint32_t empty = string_ref("");
-    std::vector<std::uint32_t> metric_units;
-    for (std::size_t i = 0; i < metrics_.size(); ++i) metric_units.push_back(empty);
+    std::vector<std::uint32_t> attribute_names, attribute_descriptions;
+    if (attributes_used_)
+      for (const attribute_def& a : attribute_defs) {
+        attribute_names.push_back(string_ref(a.name));
+        attribute_descriptions.push_back(string_ref(a.description));
+      }
 
     const std::uint64_t length = latest_ > offset_ ? latest_ - offset_ : 0;
     ok(OTF2_GlobalDefWriter_WriteClockProperties(
@@ -612,11 +803,15 @@ class otf2_backend final : public runtime::backend {
          "communicator");
       ok(OTF2_GlobalDefWriter_WriteRmaWin(w, 0, cuda_name, 0, OTF2_RMA_WIN_FLAG_NONE), "window");
     }
+    for (std::uint32_t i = 0; i < attribute_names.size(); ++i)
+      ok(OTF2_GlobalDefWriter_WriteAttribute(w, i, attribute_names[i], attribute_descriptions[i],
+                                             attribute_defs[i].type),
+         "attribute");
     for (std::uint32_t i = 0; i < metrics_.size(); ++i) {
-      ok(OTF2_GlobalDefWriter_WriteMetricMember(w, i, metrics_[i], metrics_[i],
+      ok(OTF2_GlobalDefWriter_WriteMetricMember(w, i, metrics_[i].name, metrics_[i].name,
                                                 OTF2_METRIC_TYPE_USER, OTF2_METRIC_ABSOLUTE_POINT,
                                                 OTF2_TYPE_DOUBLE, OTF2_BASE_DECIMAL, 0,
-                                                metric_units[i]),
+                                                metrics_[i].unit),
          "metric member");
       const OTF2_MetricMemberRef member = i;
       ok(OTF2_GlobalDefWriter_WriteMetricClass(w, i, 1, &member, OTF2_METRIC_ASYNCHRONOUS,
@@ -653,20 +848,30 @@ class otf2_backend final : public runtime::backend {
   std::unordered_map<std::string, std::uint32_t> kernel_by_name_;
   std::uint32_t memset_region_ = no_ref;
   std::vector<std::uint32_t> metric_of_name_;  // by name_info::id
-  std::vector<std::uint32_t> metrics_;         // metric id → name string
+  std::vector<metric_def> metrics_;            // by metric id
   std::map<std::string, std::uint32_t> marker_defs_;
+  std::map<std::uint32_t, std::uint32_t> gpu_memory_;  // device → its memory location
+  struct allocated_memory {
+    std::uint32_t metric = no_ref;
+    std::uint64_t bytes = 0;
+  };
+  std::unordered_map<std::uint64_t, allocated_memory> allocated_;  // device << 8 | memory kind
+  // Per context node: string refs of its path and of its launching call (no_ref: none).
+  std::unordered_map<const runtime::context_node*, std::pair<std::uint32_t, std::uint32_t>>
+      context_strings_;
+  OTF2_AttributeList* attributes_ = OTF2_AttributeList_New();  // consumed by each event written
+  bool attributes_used_ = false;
 
   std::uint64_t events_recorded_ = 0;
   std::uint64_t events_dropped_ = 0;
   std::uint64_t copies_ = 0;
-  std::uint64_t marks_ = 0;
-  std::uint64_t marks_not_written_ = 0;
+  std::uint64_t markers_ = 0;
+  std::uint64_t markers_not_written_ = 0;
+  std::uint64_t synchronizations_not_written_ = 0;
   std::uint64_t unmatched_region_ends_ = 0;
   std::uint64_t unbalanced_region_ends_ = 0;
   std::uint64_t unfinished_regions_ = 0;
   std::uint64_t clamped_timestamps_ = 0;
-  std::uint64_t gpu_operations_not_written_ = 0;
-  std::uint64_t data_object_events_not_written_ = 0;
 };
 
 }  // namespace

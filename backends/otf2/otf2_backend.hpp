@@ -26,18 +26,34 @@
 //               "mark", text = the name, scope = the thread's location): the OTF2
 //               record meant for user annotations; Vampir shows them on the
 //               timeline; read with OTF2_Reader_GetMarkerReader.
+//   data objects → markers of category "data object" on the registering thread
+//               ("A registered: 4096 bytes of device memory on GPU 0 at 0x…",
+//               "A unregistered"). OTF2 holds markers in memory until the archive
+//               is closed: at most 100 000 (marks and objects), the rest counted.
 //   kernels   → Enter/Leave of a region per kernel name (paradigm CUDA) on the
-//               stream's location; memsets → region "cudaMemset" (DATA_TRANSFER).
+//               stream's location, with attributes: grid, block, registers per
+//               thread, static/dynamic shared memory, local memory, theoretical
+//               occupancy, correlation id, calling context (annotated regions)
+//               and the launching API call. Memsets → region "cudaMemset"
+//               (DATA_TRANSFER, named as in the chrome trace) with the object set and the
+//               memory kind.
 //   copies    → one-sided communication as Score-P writes CUDA memcpys: RmaGet
-//               (HtoD) or RmaPut (other kinds) at the start on the stream's
-//               location, RmaOpCompleteBlocking at the end; window "CUDA" over a
-//               CUDA communicator of all locations; remote = the launching host
-//               thread's location (the main thread's when the launch is unknown;
-//               the stream itself for DtoD and PtoP); bytes on the record.
-// GPU operations of a drain are sorted per stream; a time earlier than the last
+//               when the stream's device receives (HtoD, peer copies into it),
+//               RmaPut otherwise, at the start on the stream's location;
+//               RmaOpCompleteBlocking at the end; window "CUDA" over a CUDA
+//               communicator of all locations; remote = the launching host
+//               thread's location (the main thread's when the launch is unknown),
+//               the other GPU's memory location for peer copies, the stream
+//               itself within one device; bytes on the record; attributes: the
+//               source and destination objects and devices, plus launch ones.
+//   allocations → a metric per device and memory kind ("GPU 0 allocated device
+//               memory", bytes in use) on the GPU's metric location "GPU <n> memory".
+//   synchronizations → not written: a wait overlaps the stream's kernels, which
+//               a location's nesting cannot hold; the host thread's API call
+//               region shows the wait (counted: GPU_SYNCHRONIZATIONS_NOT_WRITTEN).
+// GPU operations of a drain are sorted per location; a time earlier than the last
 // written on its location (overlap, or across drains) is clamped to it and
-// counted. Allocations, releases and synchronizations are not written yet
-// (counted as FERRET::GPU_OPERATIONS_NOT_WRITTEN).
+// counted.
 //
 // Archive properties (FERRET::...): version, hostname, executable, command line,
 // clock source, events recorded and dropped, the loss counters above, runtime

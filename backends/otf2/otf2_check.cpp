@@ -13,11 +13,17 @@ namespace ferret::otf2_check {
 namespace {
 
 struct state {
-  report* out;
+  report* out = nullptr;
   std::unordered_map<std::uint32_t, std::string> strings;
   struct region_info { std::uint32_t name; int paradigm; };
   std::unordered_map<std::uint32_t, region_info> regions;
-  std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> stacks;
+  struct attribute_info { std::uint32_t name; OTF2_Type type; };
+  std::unordered_map<std::uint32_t, attribute_info> attributes;
+  std::unordered_map<std::uint32_t, std::uint32_t> metric_members;  // member → name string
+  std::unordered_map<std::uint32_t, std::uint32_t> metric_classes;  // class → first member
+  struct open_region { std::uint32_t region; OTF2_TimeStamp entered; };
+  std::unordered_map<std::uint64_t, std::vector<open_region>> stacks;
+  std::uint64_t ticks_per_second = 0;
   std::unordered_map<std::uint64_t, std::uint64_t> last_time;
   std::unordered_map<std::uint64_t, std::uint64_t> open_rma;  // matching id → location
   std::uint64_t errors = 0;
@@ -32,6 +38,34 @@ struct state {
   std::string region_name(std::uint32_t region) const {
     const auto it = regions.find(region);
     return it == regions.end() ? fmt::format("<undefined region {}>", region) : string(it->second.name);
+  }
+  std::uint64_t to_ns(std::uint64_t ticks) const {
+    if (ticks_per_second == 0 || ticks_per_second == 1'000'000'000) return ticks;
+    return static_cast<std::uint64_t>(static_cast<double>(ticks) * 1e9 /
+                                      static_cast<double>(ticks_per_second));
+  }
+  // Every attribute of an event: defined, counted, string values kept.
+  void attributes_of(OTF2_AttributeList* list, OTF2_LocationRef location) {
+    if (list == nullptr) return;
+    const uint32_t count = OTF2_AttributeList_GetNumberOfElements(list);
+    for (uint32_t i = 0; i < count; ++i) {
+      OTF2_AttributeRef ref = 0;
+      OTF2_Type type = OTF2_TYPE_NONE;
+      OTF2_AttributeValue value;
+      if (OTF2_AttributeList_GetAttributeByIndex(list, i, &ref, &type, &value) != OTF2_SUCCESS)
+        continue;
+      const auto it = attributes.find(ref);
+      if (it == attributes.end()) {
+        error(fmt::format("location {}: event with undefined attribute {}", location, ref));
+        continue;
+      }
+      if (it->second.type != type)
+        error(fmt::format("attribute '{}' with type {} defined as {}", string(it->second.name),
+                          static_cast<int>(type), static_cast<int>(it->second.type)));
+      const std::string name = string(it->second.name);
+      ++out->attribute_counts[name];
+      if (type == OTF2_TYPE_STRING) out->attribute_strings[name].insert(string(value.stringRef));
+    }
   }
   // Every event: a defined location, time not going backwards.
   void event(OTF2_LocationRef location, OTF2_TimeStamp time, const char* what) {
@@ -81,43 +115,86 @@ OTF2_CallbackCode on_location(void* data, OTF2_LocationRef self, OTF2_StringRef 
   l.events_defined = events;
   return OTF2_CALLBACK_SUCCESS;
 }
+OTF2_CallbackCode on_attribute(void* data, OTF2_AttributeRef self, OTF2_StringRef name,
+                               OTF2_StringRef, OTF2_Type type) {
+  of(data).attributes[self] = {name, type};
+  return OTF2_CALLBACK_SUCCESS;
+}
+OTF2_CallbackCode on_metric_member(void* data, OTF2_MetricMemberRef self, OTF2_StringRef name,
+                                   OTF2_StringRef, OTF2_MetricType, OTF2_MetricMode, OTF2_Type,
+                                   OTF2_Base, int64_t, OTF2_StringRef) {
+  of(data).metric_members[self] = name;
+  return OTF2_CALLBACK_SUCCESS;
+}
+OTF2_CallbackCode on_metric_class(void* data, OTF2_MetricRef self, uint8_t count,
+                                  const OTF2_MetricMemberRef* members, OTF2_MetricOccurrence,
+                                  OTF2_RecorderKind) {
+  if (count > 0) of(data).metric_classes[self] = members[0];
+  return OTF2_CALLBACK_SUCCESS;
+}
 OTF2_CallbackCode on_clock(void* data, uint64_t resolution, uint64_t, uint64_t, uint64_t) {
   of(data).out->timer_resolution = resolution;
+  of(data).ticks_per_second = resolution;
   return OTF2_CALLBACK_SUCCESS;
 }
 
 OTF2_CallbackCode on_enter(OTF2_LocationRef location, OTF2_TimeStamp time, void* data,
-                           OTF2_AttributeList*, OTF2_RegionRef region) {
+                           OTF2_AttributeList* attributes, OTF2_RegionRef region) {
   state& s = of(data);
   s.event(location, time, "Enter");
+  s.attributes_of(attributes, location);
   if (s.regions.find(region) == s.regions.end())
     s.error(fmt::format("Enter of undefined region {} on location {}", region, location));
   s.out->regions.insert(s.region_name(region));
-  s.stacks[location].push_back(region);
+  s.stacks[location].push_back({region, time});
   ++s.out->locations[location].enters;
   return OTF2_CALLBACK_SUCCESS;
 }
 OTF2_CallbackCode on_leave(OTF2_LocationRef location, OTF2_TimeStamp time, void* data,
-                           OTF2_AttributeList*, OTF2_RegionRef region) {
+                           OTF2_AttributeList* attributes, OTF2_RegionRef region) {
   state& s = of(data);
   s.event(location, time, "Leave");
-  std::vector<std::uint32_t>& stack = s.stacks[location];
-  if (stack.empty())
+  s.attributes_of(attributes, location);
+  std::vector<state::open_region>& stack = s.stacks[location];
+  if (stack.empty()) {
     s.error(fmt::format("location {}: Leave of '{}' with no region open", location,
                         s.region_name(region)));
-  else if (stack.back() != region)
+  } else if (stack.back().region != region) {
     s.error(fmt::format("location {}: Leave of '{}' while '{}' is innermost", location,
-                        s.region_name(region), s.region_name(stack.back())));
-  if (!stack.empty()) stack.pop_back();
+                        s.region_name(region), s.region_name(stack.back().region)));
+    stack.pop_back();
+  } else {
+    region_total& total = s.out->region_totals[s.region_name(region)];
+    ++total.calls;
+    total.inclusive_ns += s.to_ns(time - stack.back().entered);
+    stack.pop_back();
+  }
   ++s.out->locations[location].leaves;
   return OTF2_CALLBACK_SUCCESS;
 }
 OTF2_CallbackCode on_metric(OTF2_LocationRef location, OTF2_TimeStamp time, void* data,
-                            OTF2_AttributeList*, OTF2_MetricRef, uint8_t, const OTF2_Type*,
-                            const OTF2_MetricValue*) {
+                            OTF2_AttributeList*, OTF2_MetricRef metric, uint8_t count,
+                            const OTF2_Type* types, const OTF2_MetricValue* values) {
   state& s = of(data);
   s.event(location, time, "Metric");
   ++s.out->metric_samples;
+  const auto it = s.metric_classes.find(metric);
+  if (it == s.metric_classes.end()) {
+    s.error(fmt::format("location {}: Metric of undefined metric class {}", location, metric));
+  } else if (count > 0) {
+    const auto member = s.metric_members.find(it->second);
+    const std::string name = member == s.metric_members.end()
+                                 ? fmt::format("<undefined metric member {}>", it->second)
+                                 : s.string(member->second);
+    double value = 0;
+    switch (types[0]) {
+      case OTF2_TYPE_DOUBLE: value = values[0].floating_point; break;
+      case OTF2_TYPE_INT64: value = static_cast<double>(values[0].signed_int); break;
+      default: value = static_cast<double>(values[0].unsigned_int); break;
+    }
+    s.out->last_metric_values[name] = value;
+    ++s.out->metric_sample_counts[name];
+  }
   return OTF2_CALLBACK_SUCCESS;
 }
 OTF2_CallbackCode on_buffer_flush(OTF2_LocationRef location, OTF2_TimeStamp time, void* data,
@@ -135,20 +212,22 @@ void rma_start(state& s, OTF2_LocationRef location, uint32_t remote, uint64_t ma
     s.error(fmt::format("RMA matching id {} started twice", matching));
 }
 OTF2_CallbackCode on_get(OTF2_LocationRef location, OTF2_TimeStamp time, void* data,
-                         OTF2_AttributeList*, OTF2_RmaWinRef, uint32_t remote, uint64_t bytes,
-                         uint64_t matching) {
+                         OTF2_AttributeList* attributes, OTF2_RmaWinRef, uint32_t remote,
+                         uint64_t bytes, uint64_t matching) {
   state& s = of(data);
   s.event(location, time, "RmaGet");
+  s.attributes_of(attributes, location);
   ++s.out->rma_gets;
   s.out->get_bytes += bytes;
   rma_start(s, location, remote, matching);
   return OTF2_CALLBACK_SUCCESS;
 }
 OTF2_CallbackCode on_put(OTF2_LocationRef location, OTF2_TimeStamp time, void* data,
-                         OTF2_AttributeList*, OTF2_RmaWinRef, uint32_t remote, uint64_t bytes,
-                         uint64_t matching) {
+                         OTF2_AttributeList* attributes, OTF2_RmaWinRef, uint32_t remote,
+                         uint64_t bytes, uint64_t matching) {
   state& s = of(data);
   s.event(location, time, "RmaPut");
+  s.attributes_of(attributes, location);
   ++s.out->rma_puts;
   s.out->put_bytes += bytes;
   rma_start(s, location, remote, matching);
@@ -177,7 +256,8 @@ OTF2_CallbackCode on_marker(void* data, OTF2_TimeStamp, OTF2_TimeStamp, OTF2_Mar
 
 report check_archive(const std::string& anchor) {
   report out;
-  state s{&out, {}, {}, {}, {}, {}, 0};
+  state s;
+  s.out = &out;
   OTF2_Reader* reader = OTF2_Reader_Open(anchor.c_str());
   if (reader == nullptr) {
     out.errors.push_back("cannot open " + anchor);
@@ -210,6 +290,9 @@ report check_archive(const std::string& anchor) {
   OTF2_GlobalDefReaderCallbacks_SetLocationGroupCallback(def_callbacks, on_location_group);
   OTF2_GlobalDefReaderCallbacks_SetLocationCallback(def_callbacks, on_location);
   OTF2_GlobalDefReaderCallbacks_SetClockPropertiesCallback(def_callbacks, on_clock);
+  OTF2_GlobalDefReaderCallbacks_SetAttributeCallback(def_callbacks, on_attribute);
+  OTF2_GlobalDefReaderCallbacks_SetMetricMemberCallback(def_callbacks, on_metric_member);
+  OTF2_GlobalDefReaderCallbacks_SetMetricClassCallback(def_callbacks, on_metric_class);
   OTF2_Reader_RegisterGlobalDefCallbacks(reader, defs, def_callbacks, &s);
   OTF2_GlobalDefReaderCallbacks_Delete(def_callbacks);
   uint64_t read = 0;
@@ -268,7 +351,7 @@ report check_archive(const std::string& anchor) {
   for (const auto& [location, stack] : s.stacks)
     if (!stack.empty())
       s.error(fmt::format("location {}: {} regions never left (innermost '{}')", location,
-                          stack.size(), s.region_name(stack.back())));
+                          stack.size(), s.region_name(stack.back().region)));
   for (const auto& [matching, location] : s.open_rma)
     s.error(fmt::format("location {}: RMA operation {} never completed", location, matching));
   for (const auto& [id, location] : out.locations)

@@ -3,7 +3,8 @@
 // Enter/Leave balanced and properly nested per location, every referenced
 // region and location defined, each RMA operation completed once. Collects
 // what the tests compare: region names, location types, copies and bytes,
-// metric samples, markers and archive properties.
+// metric samples, attributes, markers, archive properties, and per region its
+// calls and inclusive time (to compare with the same run in another format).
 #pragma once
 
 #include <cstdint>
@@ -24,6 +25,11 @@ struct location_summary {
   std::uint64_t leaves = 0;
 };
 
+struct region_total {
+  std::uint64_t calls = 0;
+  std::uint64_t inclusive_ns = 0;  // in timer ticks converted to ns
+};
+
 struct report {
   std::vector<std::string> errors;
   std::map<std::uint64_t, location_summary> locations;
@@ -32,7 +38,12 @@ struct report {
   std::map<std::string, int> region_paradigms;        // every defined region
   std::uint64_t rma_gets = 0, rma_puts = 0, rma_completions = 0;
   std::uint64_t get_bytes = 0, put_bytes = 0;
+  std::map<std::string, region_total> region_totals;  // by region name, all locations
   std::uint64_t metric_samples = 0;
+  std::map<std::string, double> last_metric_values;         // by metric member name
+  std::map<std::string, std::uint64_t> metric_sample_counts;  // by metric member name
+  std::map<std::string, std::uint64_t> attribute_counts;                // events carrying it
+  std::map<std::string, std::set<std::string>> attribute_strings;       // string attributes' values
   std::uint64_t buffer_flushes = 0;  // BufferFlush records OTF2 wrote
   std::vector<std::string> markers;  // marker texts
   std::map<std::string, std::string> properties;

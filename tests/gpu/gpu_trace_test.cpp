@@ -42,6 +42,10 @@
 
 #include "support/run_program.hpp"
 #include "trace_check.hpp"
+#if FERRET_HAVE_OTF2
+#include "otf2_check.hpp"
+#include "support/chrome_otf2_compare.hpp"
+#endif
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
@@ -700,6 +704,77 @@ TEST_CASE("ops: copies, memset, kernel, allocations and sync, exactly as the pro
     }
   }
 }
+
+#if FERRET_HAVE_OTF2
+// otf2-print beside the test programs (carried to the GPU machine), else the
+// one the build found; "" when neither is there.
+std::string otf2_print_program() {
+  if (const fs::path beside = setup.programs / "otf2-print"; fs::exists(beside)) return beside;
+  if (fs::exists(FERRET_OTF2_PRINT)) return FERRET_OTF2_PRINT;
+  return {};
+}
+
+TEST_CASE("ops traced to OTF2 and chrome at once: streams, copies, bytes, attributes, same events") {
+  const program_run run =
+      run_program("ops-otf2", {program("gpu-test-ops").string()},
+                  {{"FERRET_BACKEND", "chrome,otf2"}, {"FERRET_OUTPUT", "trace"}});
+  REQUIRE(run.exit_code == 0);
+  const json expected = run.expected();
+  const fs::path anchor = run.directory / "trace" / "traces.otf2";
+  const ferret::otf2_check::report report = ferret::otf2_check::check_archive(anchor);
+  std::string errors;
+  for (const std::string& line : report.errors) errors += line + "\n";
+  CHECK_MESSAGE(report.ok(), "the OTF2 reader found:\n" << errors);
+
+  std::size_t streams = 0;
+  for (const auto& [id, location] : report.locations)
+    if (location.type == 2) {  // ACCELERATOR_STREAM, in an ACCELERATOR group
+      ++streams;
+      CHECK(report.location_group_types.at(location.group) == 2);
+    }
+  CHECK(streams == 1);  // everything on the default stream
+  CHECK(report.rma_gets == 1);
+  CHECK(report.rma_puts == 1);
+  CHECK(report.get_bytes == std::uint64_t{mebibyte});
+  CHECK(report.put_bytes == std::uint64_t{mebibyte});
+  const std::string kernel_name = "saxpy(int, float, float const*, float*)";
+  const std::vector<std::string> region_names{"setup", "compute", "readback", kernel_name, "Memset"};
+  for (const std::string& name : region_names)
+    CHECK_MESSAGE(report.regions.count(name) == 1, name);
+  CHECK(report.region_paradigms.at(kernel_name) == 5);  // CUDA
+  CHECK(report.attribute_strings.at("grid") == std::set<std::string>{"512,2,1"});
+  CHECK(report.attribute_strings.at("block") == std::set<std::string>{"128,2,1"});
+  CHECK(report.attribute_strings.at("calling context") ==
+        std::set<std::string>{"setup", "compute", "readback"});
+  CHECK(report.attribute_strings.at("destination object") ==
+        std::set<std::string>{"A", "host y"});
+  CHECK(report.attribute_strings.at("source object") ==
+        std::set<std::string>{"host x", "cudaMalloc@setup"});
+  CHECK(report.attribute_counts.at("registers per thread") == 1);
+  CHECK(report.last_metric_values.at("GPU 0 allocated device memory") == 0);
+  CHECK(report.properties.at("FERRET::EVENTS_DROPPED") == "0");
+  CHECK(report.properties.at("FERRET::CLAMPED_TIMESTAMPS") == "0");
+
+  // The same run in the chrome file: the same regions, kernels, copies.
+  const ferret::testing::comparison same =
+      ferret::testing::compare_chrome_with_otf2(run.directory / "trace.json", anchor);
+  for (const std::string& difference : same.differences) FAIL_CHECK(difference);
+  CHECK(same.copies == 2);
+  MESSAGE("otf2: " << same.regions << " region names, " << same.calls
+                   << " calls, the same in chrome and otf2");
+
+  const std::string print = otf2_print_program();
+  if (print.empty()) {
+    MESSAGE("otf2-print not found: the archive was read with the OTF2 reader API only");
+    return;
+  }
+  const ferret::testing::program_result printed = ferret::testing::run_program(
+      run.directory, {print, "-A", anchor.string()}, {}, program_time_limit);
+  CHECK(printed.exit_code == 0);
+  CHECK(printed.err.empty());
+  CHECK(printed.out.find("INVALID") == std::string::npos);
+}
+#endif
 
 TEST_CASE("overlap: kernels of two streams on two tracks, at the same time") {
   const program_run run = run_program("overlap", {program("gpu-test-overlap").string()}, traced());

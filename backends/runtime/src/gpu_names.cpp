@@ -55,4 +55,10 @@ std::string context_path(const context_node* node, std::string_view separator,
   return path;
 }
 
+const name_info* launching_call(const context_node* node) noexcept {
+  for (; node != nullptr; node = node->parent)
+    if (node->name != nullptr && node->name->domain == "cuda") return node->name;
+  return nullptr;
+}
+
 }  // namespace ferret::runtime

@@ -124,6 +124,10 @@ struct context_node {
 FERRET_EXPORT std::string context_path(const context_node* node, std::string_view separator = "/",
                                        bool with_api_calls = false);
 
+/// The API call an operation was launched from: the innermost node of `node`'s
+/// path in the "cuda" domain; nullptr if there is none.
+FERRET_EXPORT const name_info* launching_call(const context_node* node) noexcept;
+
 enum class gpu_operation : std::uint8_t { kernel, memcpy, memset, allocation, release, synchronization };
 
 enum class copy_kind : std::uint8_t {
