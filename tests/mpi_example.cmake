@@ -80,7 +80,7 @@ elseif(MODE STREQUAL "otf2")
   # Per rank: the main and the analysis thread.
   execute_process(COMMAND ${OTF2_CHECK} ${anchor} --processes 2 --threads 4 --streams 0
                           --region startup --region solve --region allreduce --region sweep
-                          --region exchange_halo --region analyse
+                          --region exchange_halo --region analyse --region "hot end"
                   RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE err)
   message(STATUS "${out}${err}")
   if(NOT status EQUAL 0)
@@ -99,6 +99,21 @@ elseif(MODE STREQUAL "otf2")
   list(LENGTH startups startup_count)
   if(NOT startup_count EQUAL 2)
     message(FATAL_ERROR "otf2-print shows ${startup_count} ENTER startup events, expected 2")
+  endif()
+  # Only rank 0 enters "hot end", so the ranks' local region ids differ: rank 1's
+  # events (location ids from 1 << 32) reach their regions through its mapping
+  # tables, and none of them may land on rank 0's extra region.
+  set(rank1 "\nENTER +42949672[0-9][0-9] +[0-9]+ +Region: ")
+  foreach(region solve exchange_halo sweep allreduce analyse)
+    if(NOT out MATCHES "${rank1}\"${region}\"")
+      message(FATAL_ERROR "rank 1 never enters ${region}")
+    endif()
+  endforeach()
+  if(out MATCHES "${rank1}\"hot end\"")
+    message(FATAL_ERROR "a rank 1 event maps to rank 0's region \"hot end\"")
+  endif()
+  if(NOT out MATCHES "\nENTER +0 +[0-9]+ +Region: \"hot end\"")
+    message(FATAL_ERROR "rank 0 never enters \"hot end\"")
   endif()
   execute_process(COMMAND ${OTF2_PRINT} -G ${anchor} OUTPUT_VARIABLE definitions)
   foreach(rank 0 1)
