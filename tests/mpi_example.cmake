@@ -33,6 +33,11 @@ function(run_ranks backend output)
   if(NOT status EQUAL 0)
     message(FATAL_ERROR "mpirun -np 2 heat_mpi with ${backend} failed: ${status}")
   endif()
+  # ferret says only where each output went (FERRET_VERBOSE=1): a complete one.
+  string(REGEX REPLACE "ferret: (chrome trace|otf2 archive): [^\n]*\n" "" rest "${err}")
+  if(NOT rest STREQUAL "" OR err MATCHES "incomplete")
+    message(FATAL_ERROR "unexpected messages from the ranks:\n${err}")
+  endif()
 endfunction()
 
 if(MODE STREQUAL "chrome")

@@ -447,7 +447,11 @@ std::string write_mapping_tables(OTF2_DefWriter* writer, const id_mappings& m) {
       {OTF2_MAPPING_RMA_WIN, &m.rma_windows},
   };
   for (const auto& [type, ids] : tables) {
-    if (ids->empty()) continue;
+    // An identity needs no table (and OTF2 makes none: it returns NULL for one).
+    bool identity = true;
+    for (std::uint32_t local = 0; local < ids->size() && identity; ++local)
+      identity = (*ids)[local] == local;
+    if (identity) continue;
     OTF2_IdMap* map = OTF2_IdMap_CreateFromUint32Array(ids->size(), ids->data(), true);
     if (map == nullptr) return "OTF2_IdMap_CreateFromUint32Array";
     const OTF2_ErrorCode status = OTF2_DefWriter_WriteMappingTable(writer, type, map);

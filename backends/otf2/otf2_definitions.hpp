@@ -170,7 +170,8 @@ bool deserialize(const unsigned char* data, std::size_t size, id_mappings& mappi
 std::string write_global_definitions(OTF2_GlobalDefWriter* writer, const definitions& global);
 
 /// Writes one mapping table per kind that events refer to (strings, regions,
-/// metrics, attributes, groups, comms, RMA windows). Returns "" or the failing call.
+/// metrics, attributes, groups, comms, RMA windows) and that is not the
+/// identity. Returns "" or the failing call.
 std::string write_mapping_tables(OTF2_DefWriter* writer, const id_mappings& mappings);
 
 /// Writes the markers and their definitions. Returns "" or the failing call.
