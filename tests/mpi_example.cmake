@@ -20,7 +20,7 @@ if(LSAN_SUPPRESSIONS)
   # The slow unwinder: OpenMPI is built without frame pointers, and only a
   # complete stack reaches the OpenMPI frames that the suppressions name.
   list(APPEND mpi_environment
-       "LSAN_OPTIONS=suppressions=${LSAN_SUPPRESSIONS}:fast_unwind_on_malloc=0")
+       "LSAN_OPTIONS=suppressions=${LSAN_SUPPRESSIONS}:fast_unwind_on_malloc=0:print_suppressions=0")
 endif()
 
 function(run_ranks backend output)
