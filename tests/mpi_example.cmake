@@ -148,6 +148,24 @@ elseif(MODE STREQUAL "otf2_without_init")
     message(FATAL_ERROR "the process location group is not named after the program and its pid")
   endif()
   message(STATUS "no MPI_Init: a per-process archive with the events held")
+elseif(MODE STREQUAL "exit_without_finalize")
+  # mpirun reports the missing MPI_Finalize with a failure status of its own;
+  # what matters here is that it ends (TIMEOUT) and that each rank says why the
+  # archive is incomplete.
+  execute_process(COMMAND ${CMAKE_COMMAND} -E env ${mpi_environment} FERRET_BACKEND=otf2
+                          FERRET_OUTPUT=${WORK}/unfinished.otf2
+                          ${MPIEXEC} ${MPIEXEC_NUMPROC_FLAG} 2 ${PROGRAM}
+                  WORKING_DIRECTORY ${WORK} RESULT_VARIABLE status OUTPUT_VARIABLE out
+                  ERROR_VARIABLE err TIMEOUT 60)
+  message(STATUS "mpirun (${status}): ${out}${err}")
+  if(status MATCHES "timeout|Process terminated")
+    message(FATAL_ERROR "the ranks hung at exit: ${status}")
+  endif()
+  string(REGEX MATCHALL "is incomplete: rank [01] ended outside MPI_Finalize" lines "${err}")
+  list(LENGTH lines count)
+  if(NOT count EQUAL 2)
+    message(FATAL_ERROR "expected one message per rank about the incomplete archive, got ${count}")
+  endif()
 else()
-  message(FATAL_ERROR "MODE must be chrome, otf2 or otf2_without_init")
+  message(FATAL_ERROR "MODE must be chrome, otf2, otf2_without_init or exit_without_finalize")
 endif()

@@ -23,3 +23,16 @@ if(FERRET_HAVE_OTF2)
     set_tests_properties(mpi_example_${mode} PROPERTIES LABELS "process;mpi")
   endforeach()
 endif()
+
+# A rank that ends outside MPI_Finalize: one message per rank, no hang.
+add_executable(mpi_exit_without_finalize support/mpi_exit_without_finalize.cpp)
+target_compile_definitions(mpi_exit_without_finalize PRIVATE OMPI_SKIP_MPICXX=1 MPICH_SKIP_MPICXX=1)
+target_link_libraries(mpi_exit_without_finalize PRIVATE ferret::mpi MPI::MPI_C ferret_warnings)
+if(FERRET_HAVE_OTF2)
+  add_test(NAME mpi_exit_without_finalize
+           COMMAND ${CMAKE_COMMAND} ${mpi_test_arguments} -DMODE=exit_without_finalize
+                   -DPROGRAM=$<TARGET_FILE:mpi_exit_without_finalize>
+                   -DWORK=${CMAKE_CURRENT_BINARY_DIR}/mpi_exit_without_finalize
+                   -P ${CMAKE_CURRENT_SOURCE_DIR}/mpi_example.cmake)
+  set_tests_properties(mpi_exit_without_finalize PROPERTIES LABELS "process;mpi")
+endif()
