@@ -1,6 +1,9 @@
 // The OTF2 backend. See otf2_backend.hpp for the layout.
 #include "otf2_backend.hpp"
 
+#include <ferret/runtime/deferred_backend.hpp>
+#include <ferret/runtime/runtime.hpp>
+
 #include <fmt/format.h>
 #include <otf2/otf2.h>
 
@@ -13,12 +16,16 @@
 #include <map>
 #include <memory>
 #include <new>
+#include <numeric>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <variant>
 #include <vector>
+
+#include "otf2_collectives.hpp"
+#include "otf2_definitions.hpp"
 
 namespace ferret::otf2 {
 namespace {
@@ -200,8 +207,12 @@ std::vector<OTF2_Archive*>& abandoned_archives() {
 
 class otf2_backend final : public runtime::backend {
  public:
-  otf2_backend(const session_info& session, std::string directory)
-      : session_(session), directory_(std::move(directory)) {}
+  /// `group`: the ranks writing the archive together, nullptr for a process alone.
+  otf2_backend(const session_info& session, std::string directory, runtime::process_group* group)
+      : session_(session),
+        directory_(std::move(directory)),
+        group_(group),
+        location_base_(group != nullptr ? std::uint64_t{group->rank()} << 32U : 0) {}
 
   // Never writes (see abandon()); an archive not closed by a final flush is left as it is.
   ~otf2_backend() override { OTF2_AttributeList_Delete(attributes_); }
@@ -225,7 +236,9 @@ class otf2_backend final : public runtime::backend {
     if (!ok(OTF2_Archive_SetFlushCallbacks(archive_, &flush_callbacks_, this), "flush callbacks") ||
         !ok(OTF2_Archive_SetMemoryCallbacks(archive_, &memory_callbacks_, nullptr),
             "memory callbacks") ||
-        !ok(OTF2_Archive_SetSerialCollectiveCallbacks(archive_), "collective callbacks") ||
+        !ok(group_ != nullptr ? set_collective_callbacks(archive_, *group_)
+                              : OTF2_Archive_SetSerialCollectiveCallbacks(archive_),
+            "collective callbacks") ||
         !ok(OTF2_Archive_SetCreator(archive_, ("ferret " + session_.ferret_version).c_str()),
             "creator") ||
         !ok(OTF2_Archive_SetMachineName(archive_, session_.hostname.c_str()), "machine name") ||
@@ -234,8 +247,11 @@ class otf2_backend final : public runtime::backend {
       return error_;
     machine_name_ = string_ref("machine");
     node_name_ = string_ref(session_.hostname.empty() ? "node" : session_.hostname);
-    groups_.push_back({string_ref(fmt::format("{} ({})", session_.executable, session_.pid)),
-                       OTF2_LOCATION_GROUP_TYPE_PROCESS, no_ref});
+    // Named as Score-P names MPI processes, else after the program and its pid.
+    const std::string process_name =
+        group_ != nullptr ? fmt::format("MPI Rank {}", group_->rank())
+                          : fmt::format("{} ({})", session_.executable, session_.pid);
+    groups_.push_back({string_ref(process_name), OTF2_LOCATION_GROUP_TYPE_PROCESS, no_ref});
     return {};
   }
 
@@ -322,9 +338,22 @@ class otf2_backend final : public runtime::backend {
     events_dropped_ = status.events_dropped;
     if (!status.final) return;  // OTF2's writers flush full chunks by themselves
     closed_ = true;
-    if (failed_) {
+    // A run's ranks close the archive together, whatever failed on one of them.
+    if (failed_ && group_ == nullptr) {
       OTF2_Archive_Close(archive_);
       archive_ = nullptr;
+      return;
+    }
+    if (group_ != nullptr && !group_->collectives_available()) {
+      // The program ended without MPI_Finalize: the other ranks may never join a
+      // collective, so the archive cannot be completed (and must not hang us).
+      runtime::print_message(fmt::format(
+          "the OTF2 archive '{}' is incomplete: rank {} ended outside MPI_Finalize (an exit "
+          "without it, or a signal)",
+          directory_, group_->rank()));
+      failed_ = true;
+      error_ = "the rank ended outside MPI_Finalize";
+      abandon();
       return;
     }
     // Leave what is still open at the session's end.
@@ -339,20 +368,17 @@ class otf2_backend final : public runtime::backend {
       }
       where.stack.clear();
     }
-    set_properties(status);
     std::vector<std::uint64_t> event_counts(locations_.size(), 0);
     for (std::size_t id = 0; id < locations_.size(); ++id) {
       OTF2_EvtWriter_GetNumberOfEvents(locations_[id].writer, &event_counts[id]);
       ok(OTF2_Archive_CloseEvtWriter(archive_, locations_[id].writer), "closing an event writer");
     }
     ok(OTF2_Archive_CloseEvtFiles(archive_), "closing the event files");
-    ok(OTF2_Archive_OpenDefFiles(archive_), "opening the definition files");
-    for (std::size_t id = 0; id < locations_.size(); ++id) {
-      OTF2_DefWriter* writer = OTF2_Archive_GetDefWriter(archive_, id);
-      if (writer != nullptr) ok(OTF2_Archive_CloseDefWriter(archive_, writer), "definitions");
-    }
-    ok(OTF2_Archive_CloseDefFiles(archive_), "closing the definition files");
-    write_global_definitions(event_counts);
+    const definitions local = local_definitions(event_counts, status);
+    if (group_ == nullptr)
+      write_definitions(local, nullptr);
+    else
+      unify_and_write_definitions(local);
     ok(OTF2_Archive_Close(archive_), "closing the archive");
     archive_ = nullptr;
   }
@@ -383,8 +409,13 @@ class otf2_backend final : public runtime::backend {
 
  private:
   std::uint64_t last_time(OTF2_LocationRef location) const noexcept {
-    return location < locations_.size() ? locations_[location].last : latest_;
+    const std::uint64_t local = location - location_base_;  // wraps for other ranks' ids
+    return local < locations_.size() ? locations_[local].last : latest_;
   }
+
+  // The id of local location `id` in the archive: rank << 32 | id, unique across
+  // ranks without a collective (rank 0's ids are those of a process alone).
+  std::uint64_t global_location(std::uint32_t id) const noexcept { return location_base_ + id; }
 
   bool ok(OTF2_ErrorCode code, const char* what) {
     if (code == OTF2_SUCCESS) return true;
@@ -417,7 +448,7 @@ class otf2_backend final : public runtime::backend {
 
   std::uint32_t add_location(std::string name, OTF2_LocationType type, std::uint32_t group) {
     const auto id = static_cast<std::uint32_t>(locations_.size());
-    OTF2_EvtWriter* writer = OTF2_Archive_GetEvtWriter(archive_, id);
+    OTF2_EvtWriter* writer = OTF2_Archive_GetEvtWriter(archive_, global_location(id));
     if (writer == nullptr && !failed_) {
       failed_ = true;
       error_ = "OTF2_Archive_GetEvtWriter failed";
@@ -502,34 +533,22 @@ class otf2_backend final : public runtime::backend {
                  mark.name->name);
   }
 
-  // A marker on location `id` (its scope); category = the marker definition.
+  // A marker on location `id`; category = the marker definition. Kept until the
+  // final flush: the archive's one marker file is written once, by rank 0 for a run.
   void write_marker(const std::string& category, std::uint32_t id, std::int64_t time_ns,
                     const std::string& text) {
     if (markers_ >= max_markers) {
       ++markers_not_written_;
       return;
     }
-    if (marker_writer_ == nullptr) {
-      marker_writer_ = OTF2_Archive_GetMarkerWriter(archive_);
-      if (marker_writer_ == nullptr) {
-        ++markers_not_written_;
-        return;
-      }
-    }
     auto it = marker_defs_.find(category);
-    if (it == marker_defs_.end()) {
-      const auto ref = static_cast<std::uint32_t>(marker_defs_.size());
-      it = marker_defs_.emplace(category, ref).first;
-      ok(OTF2_MarkerWriter_WriteDefMarker(marker_writer_, ref, "ferret", category.c_str(),
-                                          OTF2_SEVERITY_NONE),
-         "marker definition");
-    }
+    if (it == marker_defs_.end())
+      it = marker_defs_.emplace(category, static_cast<std::uint32_t>(marker_defs_.size())).first;
     const std::uint64_t t =
         offset_ + static_cast<std::uint64_t>(std::max<std::int64_t>(time_ns, 0));
     latest_ = std::max(latest_, t);
-    ok(OTF2_MarkerWriter_WriteMarker(marker_writer_, t, 0, it->second, OTF2_MARKER_SCOPE_LOCATION,
-                                     id, text.c_str()),
-       "marker");
+    markers_list_.push_back(
+        {t, 0, it->second, OTF2_MARKER_SCOPE_LOCATION, global_location(id), text});
     ++markers_;
   }
 
@@ -706,126 +725,194 @@ class otf2_backend final : public runtime::backend {
     write_metric(id, a.start_ns, it->second.metric, static_cast<double>(bytes));
   }
 
-  void set_property(std::string_view prefix, std::string_view key, const std::string& value) {
-    // An empty value would remove the property.
-    ok(OTF2_Archive_SetProperty(archive_, property_name(prefix, key).c_str(),
-                                value.empty() ? "-" : value.c_str(), true),
-       "property");
-  }
-
-  void set_properties(const session_status& status) {
-    set_property("", "VERSION", session_.ferret_version);
-    set_property("", "HOSTNAME", session_.hostname);
-    set_property("", "EXECUTABLE", session_.executable);
-    set_property("", "COMMAND_LINE", session_.command_line);
-    set_property("", "CLOCK_SOURCE", session_.clock_source);
-    set_property("", "PID", std::to_string(session_.pid));
-    set_property("", "EVENTS_RECORDED", std::to_string(events_recorded_));
-    set_property("", "EVENTS_DROPPED", std::to_string(events_dropped_));
-    set_property("", "UNMATCHED_REGION_ENDS", std::to_string(unmatched_region_ends_));
-    set_property("", "UNBALANCED_REGION_ENDS", std::to_string(unbalanced_region_ends_));
-    set_property("", "UNFINISHED_REGIONS", std::to_string(unfinished_regions_));
-    set_property("", "CLAMPED_TIMESTAMPS", std::to_string(clamped_timestamps_));
-    set_property("", "GPU_SYNCHRONIZATIONS_NOT_WRITTEN",
-                 std::to_string(synchronizations_not_written_));
-    set_property("", "MARKERS", std::to_string(markers_));
-    set_property("", "MARKERS_NOT_WRITTEN", std::to_string(markers_not_written_));
+  // The archive's property list; counts are summed over the ranks of a run.
+  std::vector<property> properties(const session_status& status) const {
+    std::vector<property> list;
+    auto add = [&](std::string_view prefix, std::string_view key, std::string value, bool summed) {
+      // An empty value would remove the property.
+      list.push_back({property_name(prefix, key), value.empty() ? "-" : std::move(value), summed});
+    };
+    add("", "VERSION", session_.ferret_version, false);
+    add("", "HOSTNAME", session_.hostname, false);
+    add("", "EXECUTABLE", session_.executable, false);
+    add("", "COMMAND_LINE", session_.command_line, false);
+    add("", "CLOCK_SOURCE", session_.clock_source, false);
+    add("", "PID", std::to_string(session_.pid), false);
+    const std::pair<const char*, std::uint64_t> counts[] = {
+        {"EVENTS_RECORDED", events_recorded_},
+        {"EVENTS_DROPPED", events_dropped_},
+        {"UNMATCHED_REGION_ENDS", unmatched_region_ends_},
+        {"UNBALANCED_REGION_ENDS", unbalanced_region_ends_},
+        {"UNFINISHED_REGIONS", unfinished_regions_},
+        {"CLAMPED_TIMESTAMPS", clamped_timestamps_},
+        {"GPU_SYNCHRONIZATIONS_NOT_WRITTEN", synchronizations_not_written_},
+        {"MARKERS", markers_},
+        {"MARKERS_NOT_WRITTEN", markers_not_written_},
+    };
+    for (const auto& [key, count] : counts) add("", key, std::to_string(count), true);
+    // Runtime counts of losses are summed too; settings and sizes are rank 0's.
     if (status.runtime_metadata != nullptr)
       for (const auto& [key, value] : *status.runtime_metadata)
-        set_property("RUNTIME::", key, to_text(value));
+        add("RUNTIME::", key, to_text(value),
+            std::holds_alternative<std::int64_t>(value) &&
+                (key.find("dropped") != std::string::npos ||
+                 key.find("refused") != std::string::npos ||
+                 key.find("without") != std::string::npos));
     if (status.user_metadata != nullptr)
       for (const auto& [key, value] : *status.user_metadata)
-        set_property("RUN::", key, to_text(value));
+        add("RUN::", key, to_text(value), false);
+    return list;
   }
 
-  void write_global_definitions(const std::vector<std::uint64_t>& event_counts) {
-    OTF2_GlobalDefWriter* w = OTF2_Archive_GetGlobalDefWriter(archive_);
-    if (w == nullptr) {
-      ok(OTF2_ERROR_INVALID, "global definition writer");
+  // This process's definitions, with its own ids (those its events use).
+  definitions local_definitions(const std::vector<std::uint64_t>& event_counts,
+                                const session_status& status) {
+    definitions d;
+    d.clock.offset = offset_;
+    d.clock.length = latest_ > offset_ ? latest_ - offset_ : 0;
+    d.clock.realtime =
+        static_cast<std::uint64_t>(std::max<std::int64_t>(session_.start_realtime_ns, 0));
+    d.system_tree_nodes = {{machine_name_, string_ref("machine"), undefined_ref},
+                           {node_name_, string_ref("node"), 0}};
+    for (const location_group_def& g : groups_)
+      d.location_groups.push_back({g.name, g.type, 1, g.creator});
+    for (std::uint32_t i = 0; i < locations_.size(); ++i)
+      d.locations.push_back({global_location(i), string_ref(locations_[i].name),
+                             locations_[i].type, event_counts[i], locations_[i].group});
+    for (const region_def& r : regions_)
+      d.regions.push_back({r.name, r.name, r.description, r.role, r.paradigm,
+                           OTF2_REGION_FLAG_NONE, r.file, r.line, r.line});
+    if (attributes_used_)
+      for (const attribute_def& a : attribute_defs)
+        d.attributes.push_back({string_ref(a.name), string_ref(a.description), a.type});
+    for (const metric_def& m : metrics_)
+      d.metrics.push_back({m.name, m.name, m.unit, OTF2_METRIC_TYPE_USER,
+                           OTF2_METRIC_ABSOLUTE_POINT, OTF2_TYPE_DOUBLE, OTF2_METRIC_ASYNCHRONOUS,
+                           OTF2_RECORDER_KIND_ABSTRACT});
+    if (copies_ > 0) {
+      // Score-P's CUDA layout: a window over a communicator of all the process's
+      // locations; a location's rank in it is its local id.
+      const std::uint32_t cuda = string_ref("CUDA");
+      group_definition locations{cuda, OTF2_GROUP_TYPE_COMM_LOCATIONS, OTF2_PARADIGM_CUDA,
+                                 OTF2_GROUP_FLAG_NONE, {}};
+      group_definition ranks{cuda, OTF2_GROUP_TYPE_COMM_GROUP, OTF2_PARADIGM_CUDA,
+                             OTF2_GROUP_FLAG_NONE, {}};
+      for (std::uint32_t i = 0; i < locations_.size(); ++i) {
+        locations.members.push_back(global_location(i));
+        ranks.members.push_back(i);
+      }
+      d.groups = {std::move(locations), std::move(ranks)};
+      d.comms = {{cuda, 1, undefined_ref, OTF2_COMM_FLAG_NONE}};
+      d.rma_windows = {{cuda, 0, OTF2_RMA_WIN_FLAG_NONE}};
+    }
+    const std::uint32_t ferret_group = string_ref("ferret");
+    d.marker_definitions.resize(marker_defs_.size());
+    for (const auto& [category, id] : marker_defs_)
+      d.marker_definitions[id] = {ferret_group, string_ref(category), OTF2_SEVERITY_NONE};
+    d.markers = std::move(markers_list_);
+    d.properties = properties(status);
+    d.strings = strings_;  // last: the strings above are in it
+    return d;
+  }
+
+  // Local definition files (with `mappings` when the ids are local to this
+  // rank) and, on rank 0 or alone, the global definitions, markers and properties.
+  void write_definitions(const definitions& global, const id_mappings* mappings) {
+    ok(OTF2_Archive_OpenDefFiles(archive_), "opening the definition files");
+    for (std::uint32_t id = 0; id < locations_.size(); ++id) {
+      OTF2_DefWriter* writer = OTF2_Archive_GetDefWriter(archive_, global_location(id));
+      if (writer == nullptr) continue;
+      if (mappings != nullptr)
+        if (const std::string failed = write_mapping_tables(writer, *mappings); !failed.empty())
+          fail("writing the mapping tables: " + failed);
+      ok(OTF2_Archive_CloseDefWriter(archive_, writer), "definitions");
+    }
+    ok(OTF2_Archive_CloseDefFiles(archive_), "closing the definition files");
+    if (group_ != nullptr && group_->rank() != 0) return;
+    OTF2_GlobalDefWriter* writer = OTF2_Archive_GetGlobalDefWriter(archive_);
+    if (writer == nullptr) {
+      fail("no global definition writer");
       return;
     }
-    // Location names and other late strings first, so that every ref exists.
-    std::vector<std::uint32_t> location_names;
-    for (const location& where : locations_) location_names.push_back(string_ref(where.name));
-    const std::uint32_t cuda_name = string_ref("CUDA");
-    const std::uint32_t node_class = string_ref("node");
-    const std::uint32_t machine_class = string_ref("machine");
-    std::vector<std::uint32_t> attribute_names, attribute_descriptions;
-    if (attributes_used_)
-      for (const attribute_def& a : attribute_defs) {
-        attribute_names.push_back(string_ref(a.name));
-        attribute_descriptions.push_back(string_ref(a.description));
-      }
+    if (const std::string failed = write_global_definitions(writer, global); !failed.empty())
+      fail("writing the global definitions: " + failed);
+    if (!global.markers.empty()) {
+      OTF2_MarkerWriter* markers = OTF2_Archive_GetMarkerWriter(archive_);
+      const std::string failed = markers == nullptr ? "no marker writer" : write_markers(markers, global);
+      if (!failed.empty()) fail("writing the markers: " + failed);
+    }
+    for (const property& p : global.properties)
+      ok(OTF2_Archive_SetProperty(archive_, p.name.c_str(), p.value.c_str(), true), "property");
+  }
 
-    const std::uint64_t length = latest_ > offset_ ? latest_ - offset_ : 0;
-    ok(OTF2_GlobalDefWriter_WriteClockProperties(
-           w, 1'000'000'000, offset_, length,
-           static_cast<std::uint64_t>(std::max<std::int64_t>(session_.start_realtime_ns, 0))),
-       "clock properties");
-    for (std::uint32_t i = 0; i < strings_.size(); ++i)
-      ok(OTF2_GlobalDefWriter_WriteString(w, i, strings_[i].c_str()), "string");
-    ok(OTF2_GlobalDefWriter_WriteSystemTreeNode(w, 0, machine_name_, machine_class,
-                                                OTF2_UNDEFINED_SYSTEM_TREE_NODE),
-       "system tree");
-    ok(OTF2_GlobalDefWriter_WriteSystemTreeNode(w, 1, node_name_, node_class, 0), "system tree");
-    for (std::uint32_t i = 0; i < groups_.size(); ++i) {
-      const location_group_def& g = groups_[i];
-      ok(OTF2_GlobalDefWriter_WriteLocationGroup(
-             w, i, g.name, g.type, 1, g.creator == no_ref ? OTF2_UNDEFINED_LOCATION_GROUP : g.creator),
-         "location group");
+  // Rank 0 gathers every rank's definitions, unifies them and sends each rank
+  // the global ids of its local ones; every rank then writes its local
+  // definition files with these mappings, rank 0 the global definitions.
+  // Every rank calls the same collectives in the same order, whatever fails.
+  void unify_and_write_definitions(const definitions& local) {
+    runtime::process_group& group = *group_;
+    const bool root = group.rank() == 0;
+    const std::uint32_t ranks = group.size();
+    const std::vector<unsigned char> bytes = serialize(local);
+    const std::uint64_t size = bytes.size();
+    std::vector<std::uint64_t> sizes(root ? ranks : 0);
+    bool exchanged = group.gather(&size, sizeof size, sizes.data(), 0);
+    const std::vector<std::size_t> counts(sizes.begin(), sizes.end());
+    std::vector<unsigned char> gathered(std::accumulate(counts.begin(), counts.end(), std::size_t{0}));
+    exchanged = group.gatherv(bytes.data(), bytes.size(), gathered.data(), counts.data(), 0) &&
+                exchanged;
+
+    definitions global;
+    std::vector<std::uint64_t> mapping_sizes(root ? ranks : 0);
+    std::vector<unsigned char> all_mappings;
+    if (root && exchanged) {
+      std::vector<definitions> received(ranks);
+      std::size_t at = 0;
+      for (std::uint32_t r = 0; r < ranks; ++r) {
+        std::string problem;
+        if (!deserialize(gathered.data() + at, counts[r], received[r], problem))
+          fail(fmt::format("definitions of rank {}: {}", r, problem));
+        at += counts[r];
+      }
+      std::vector<id_mappings> mappings;
+      global = unify(received, mappings);
+      for (std::uint32_t r = 0; r < ranks; ++r) {
+        const std::vector<unsigned char> mapping = serialize(mappings[r]);
+        mapping_sizes[r] = mapping.size();
+        all_mappings.insert(all_mappings.end(), mapping.begin(), mapping.end());
+      }
     }
-    for (std::uint32_t i = 0; i < locations_.size(); ++i)
-      ok(OTF2_GlobalDefWriter_WriteLocation(w, i, location_names[i], locations_[i].type,
-                                            event_counts[i], locations_[i].group),
-         "location");
-    for (std::uint32_t i = 0; i < regions_.size(); ++i) {
-      const region_def& r = regions_[i];
-      ok(OTF2_GlobalDefWriter_WriteRegion(w, i, r.name, r.name, r.description, r.role, r.paradigm,
-                                          OTF2_REGION_FLAG_NONE, r.file, r.line, r.line),
-         "region");
-    }
-    if (copies_ > 0) {
-      // Score-P's CUDA layout: a window over a communicator of all locations;
-      // a location's rank is its id.
-      std::vector<std::uint64_t> members(locations_.size());
-      for (std::uint64_t i = 0; i < members.size(); ++i) members[i] = i;
-      const auto size = static_cast<std::uint32_t>(members.size());
-      ok(OTF2_GlobalDefWriter_WriteGroup(w, 0, cuda_name, OTF2_GROUP_TYPE_COMM_LOCATIONS,
-                                         OTF2_PARADIGM_CUDA, OTF2_GROUP_FLAG_NONE, size,
-                                         members.data()),
-         "group");
-      ok(OTF2_GlobalDefWriter_WriteGroup(w, 1, cuda_name, OTF2_GROUP_TYPE_COMM_GROUP,
-                                         OTF2_PARADIGM_CUDA, OTF2_GROUP_FLAG_NONE, size,
-                                         members.data()),
-         "group");
-      ok(OTF2_GlobalDefWriter_WriteComm(w, 0, cuda_name, 1, OTF2_UNDEFINED_COMM,
-                                        OTF2_COMM_FLAG_NONE),
-         "communicator");
-      ok(OTF2_GlobalDefWriter_WriteRmaWin(w, 0, cuda_name, 0, OTF2_RMA_WIN_FLAG_NONE), "window");
-    }
-    for (std::uint32_t i = 0; i < attribute_names.size(); ++i)
-      ok(OTF2_GlobalDefWriter_WriteAttribute(w, i, attribute_names[i], attribute_descriptions[i],
-                                             attribute_defs[i].type),
-         "attribute");
-    for (std::uint32_t i = 0; i < metrics_.size(); ++i) {
-      ok(OTF2_GlobalDefWriter_WriteMetricMember(w, i, metrics_[i].name, metrics_[i].name,
-                                                OTF2_METRIC_TYPE_USER, OTF2_METRIC_ABSOLUTE_POINT,
-                                                OTF2_TYPE_DOUBLE, OTF2_BASE_DECIMAL, 0,
-                                                metrics_[i].unit),
-         "metric member");
-      const OTF2_MetricMemberRef member = i;
-      ok(OTF2_GlobalDefWriter_WriteMetricClass(w, i, 1, &member, OTF2_METRIC_ASYNCHRONOUS,
-                                               OTF2_RECORDER_KIND_ABSTRACT),
-         "metric class");
+    std::uint64_t mapping_size = 0;
+    exchanged = group.scatter(mapping_sizes.data(), &mapping_size, sizeof mapping_size, 0) &&
+                exchanged;
+    const std::vector<std::size_t> mapping_counts(mapping_sizes.begin(), mapping_sizes.end());
+    std::vector<unsigned char> mapping_bytes(static_cast<std::size_t>(mapping_size));
+    exchanged = group.scatterv(all_mappings.data(), mapping_counts.data(), mapping_bytes.data(),
+                               mapping_bytes.size(), 0) &&
+                exchanged;
+    id_mappings mappings;
+    std::string problem;
+    if (!exchanged)
+      fail("exchanging the definitions with the other ranks failed");
+    else if (!deserialize(mapping_bytes.data(), mapping_bytes.size(), mappings, problem))
+      fail("mappings from rank 0: " + problem);
+    write_definitions(global, &mappings);
+  }
+
+  void fail(std::string what) {
+    if (!failed_) {
+      failed_ = true;
+      error_ = std::move(what);
     }
   }
 
   session_info session_;
   std::string directory_;
+  runtime::process_group* group_;  // nullptr: a process alone
+  std::uint64_t location_base_;    // rank << 32
   OTF2_Archive* archive_ = nullptr;
   OTF2_FlushCallbacks flush_callbacks_{};
   OTF2_MemoryCallbacks memory_callbacks_{};
-  OTF2_MarkerWriter* marker_writer_ = nullptr;
   bool closed_ = false;
   bool failed_ = false;
   std::string error_;
@@ -849,7 +936,8 @@ class otf2_backend final : public runtime::backend {
   std::uint32_t memset_region_ = no_ref;
   std::vector<std::uint32_t> metric_of_name_;  // by name_info::id
   std::vector<metric_def> metrics_;            // by metric id
-  std::map<std::string, std::uint32_t> marker_defs_;
+  std::map<std::string, std::uint32_t> marker_defs_;  // category → marker definition
+  std::vector<marker> markers_list_;
   std::map<std::uint32_t, std::uint32_t> gpu_memory_;  // device → its memory location
   struct allocated_memory {
     std::uint32_t metric = no_ref;
@@ -874,6 +962,57 @@ class otf2_backend final : public runtime::backend {
   std::uint64_t clamped_timestamps_ = 0;
 };
 
+// Records held until MPI_Init when the MPI layer is loaded (see
+// deferred_backend.hpp): about 32 MiB of records at most; the rest is counted.
+constexpr std::size_t max_events_before_mpi_init = 1U << 20U;
+
+// "" when `directory` may take a new archive, else why not.
+std::string refusal(const std::string& directory) {
+  std::error_code ignored;
+  if (std::filesystem::exists(directory + "/" + archive_name + ".otf2", ignored) ||
+      std::filesystem::exists(directory + "/" + archive_name, ignored))
+    return fmt::format("cannot write the OTF2 archive '{}': an archive exists there already",
+                       directory);
+  return {};
+}
+
+// The ranks agree on rank 0's archive directory (its expansion of FERRET_OUTPUT,
+// e.g. with rank 0's pid) or on rank 0's refusal: "d<directory>" or "e<error>".
+bool agree_on_directory(runtime::process_group& group, std::string& directory,
+                        std::string& error) {
+  std::string decision = error.empty() ? "d" + directory : "e" + error;
+  std::uint64_t size = decision.size();
+  if (!group.broadcast(&size, sizeof size, 0)) return false;
+  decision.resize(static_cast<std::size_t>(size));
+  if (!group.broadcast(decision.data(), decision.size(), 0) || decision.empty()) return false;
+  if (decision[0] == 'd') {
+    directory = decision.substr(1);
+    error.clear();
+  } else {
+    error = decision.substr(1);
+  }
+  return true;
+}
+
+std::unique_ptr<runtime::backend> open_backend(const runtime::backend_context& context,
+                                               runtime::process_group* group,
+                                               std::string& error) {
+  std::string directory = archive_directory(context);
+  if (group == nullptr || group->rank() == 0) error = refusal(directory);
+  if (group != nullptr && !agree_on_directory(*group, directory, error)) {
+    error = fmt::format("cannot write the OTF2 archive '{}': the ranks could not agree on it",
+                        directory);
+    return nullptr;
+  }
+  if (!error.empty()) return nullptr;
+  auto backend = std::make_unique<otf2_backend>(*context.session, directory, group);
+  if (std::string reason = backend->start(); !reason.empty()) {
+    error = fmt::format("cannot write the OTF2 archive '{}': {}", directory, reason);
+    return nullptr;
+  }
+  return backend;
+}
+
 }  // namespace
 
 std::string archive_directory(const runtime::backend_context& context) {
@@ -891,20 +1030,15 @@ std::unique_ptr<runtime::backend> make_backend(const runtime::backend_context& c
     error = fmt::format("cannot write the OTF2 archive '{}': no session", context.output);
     return nullptr;
   }
-  const std::string directory = archive_directory(context);
-  std::error_code ignored;
-  if (std::filesystem::exists(directory + "/" + archive_name + ".otf2", ignored) ||
-      std::filesystem::exists(directory + "/" + archive_name, ignored)) {
-    error = fmt::format("cannot write the OTF2 archive '{}': an archive exists there already",
-                        directory);
-    return nullptr;
-  }
-  auto backend = std::make_unique<otf2_backend>(*context.session, directory);
-  if (std::string reason = backend->start(); !reason.empty()) {
-    error = fmt::format("cannot write the OTF2 archive '{}': {}", directory, reason);
-    return nullptr;
-  }
-  return backend;
+  if (!runtime::process_group_expected()) return open_backend(context, nullptr, error);
+  // The MPI layer is loaded: one archive for all ranks, opened when MPI_Init
+  // returns (or per process at the end, when it never does).
+  return runtime::make_deferred_backend(
+      [context](runtime::process_group* group, std::string& open_error) {
+        return open_backend(context, group, open_error);
+      },
+      "otf2 archive: not written (see the message above)",
+      max_events_before_mpi_init);
 }
 
 FERRET_REGISTER_BACKEND("otf2", "OTF2 archive, opens in Vampir and the Score-P tools",

@@ -28,7 +28,7 @@
 //               timeline; read with OTF2_Reader_GetMarkerReader.
 //   data objects → markers of category "data object" on the registering thread
 //               ("A registered: 4096 bytes of device memory on GPU 0 at 0x…",
-//               "A unregistered"). OTF2 holds markers in memory until the archive
+//               "A unregistered"). Markers are held in memory until the archive
 //               is closed: at most 100 000 (marks and objects), the rest counted.
 //   kernels   → Enter/Leave of a region per kernel name (paradigm CUDA) on the
 //               stream's location, with attributes: grid, block, registers per
@@ -41,7 +41,7 @@
 //               when the stream's device receives (HtoD, peer copies into it),
 //               RmaPut otherwise, at the start on the stream's location;
 //               RmaOpCompleteBlocking at the end; window "CUDA" over a CUDA
-//               communicator of all locations; remote = the launching host
+//               communicator of all the process's locations; remote = the launching host
 //               thread's location (the main thread's when the launch is unknown),
 //               the other GPU's memory location for peer copies, the stream
 //               itself within one device; bytes on the record; attributes: the
@@ -66,6 +66,18 @@
 // (OTF2 then adds a BufferFlush record). Definitions (names, locations) and
 // markers are kept until the final flush, which writes them and closes the
 // archive: the archive is readable only after the final flush.
+//
+// MPI (docs/mpi.md): when libferret_mpi is loaded, the ranks of a run write ONE
+// archive. The backend holds what it receives until MPI_Init returns (at most
+// 2^20 events; the rest dropped and counted), then opens the archive with
+// collective callbacks over the runtime's process group (otf2_collectives.hpp),
+// in rank 0's directory (its expansion of FERRET_OUTPUT, broadcast). Each rank
+// is a location group "MPI Rank <r>" under the node of its host; location ids
+// are rank << 32 | local id. At the final flush (in MPI_Finalize) rank 0 gathers
+// and unifies the ranks' definitions and writes the global ones, the markers
+// and the properties (counts summed over ranks); every rank writes mapping
+// tables for its local ids (otf2_definitions.hpp). Without MPI_Init the held
+// events go to a per-process archive at exit, as without the MPI layer.
 #pragma once
 
 #include "ferret/runtime/backend.hpp"

@@ -1,4 +1,4 @@
-// ferret-otf2-check ANCHOR [--region NAME]... [--threads N] [--streams N]
+// ferret-otf2-check ANCHOR [--region NAME]... [--processes N] [--threads N] [--streams N]
 //                   [--copies N] [--copy-bytes N] [--marker TEXT]...
 // Reads an OTF2 archive back (see otf2_check.hpp), prints a summary and checks
 // the expectations given. Exit status 0 when everything holds, else 1.
@@ -7,21 +7,26 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: ferret-otf2-check ANCHOR.otf2 [--region NAME]... [--threads N] "
+    std::fprintf(stderr, "usage: ferret-otf2-check ANCHOR.otf2 [--region NAME]... [--processes N] [--threads N] "
                          "[--streams N] [--copies N] [--copy-bytes N] [--marker TEXT]...\n");
     return 2;
   }
   const ferret::otf2_check::report report = ferret::otf2_check::check_archive(argv[1]);
   std::vector<std::string> failures = report.errors;
   std::uint64_t threads = 0, streams = 0;
+  std::set<std::uint32_t> groups_with_threads;
   for (const auto& [id, location] : report.locations) {
-    if (location.type == 1) ++threads;
+    if (location.type == 1) {
+      ++threads;
+      groups_with_threads.insert(location.group);
+    }
     if (location.type == 2) ++streams;
     std::printf("location %llu '%s' type %d: %llu events (%llu enter, %llu leave)\n",
                 static_cast<unsigned long long>(id), location.name.c_str(), location.type,
@@ -51,6 +56,17 @@ int main(int argc, char** argv) {
       bool found = false;
       for (const std::string& text : report.markers) found = found || text == value;
       if (!found) failures.push_back("no marker: " + value);
+    } else if (option == "--processes") {
+      // Process location groups (one per MPI rank), each with a host thread.
+      std::uint64_t processes = 0;
+      for (const auto& [group, type] : report.location_group_types) {
+        if (type != 1) continue;
+        ++processes;
+        if (groups_with_threads.count(group) == 0)
+          failures.push_back("process location group " + std::to_string(group) +
+                             " has no thread");
+      }
+      expect(processes, "process location groups");
     } else if (option == "--threads") {
       expect(threads, "CPU thread locations");
     } else if (option == "--streams") {

@@ -287,6 +287,7 @@ class runtime_state {
                                     int device);
   bool session_active();
   bool add_collector(collector* source);
+  void join_process_group(process_group& group);
   const settings& configuration() const noexcept { return config_; }
   void flush();
   void set_recording(bool on);
@@ -342,6 +343,7 @@ class runtime_state {
 
   std::mutex metadata_mutex_;
   metadata_list user_metadata_;
+  metadata_list process_metadata_;  // rank and size once a process group joined
 
   std::mutex collectors_mutex_;
   std::vector<collector*> collectors_;
@@ -440,7 +442,9 @@ bool runtime_state::start_session() {
 
   backend_context context{&s->info, expand_output(config_.output, info), false};
   const bool wants_directory = !context.output.empty() && context.output.back() == '/';
-  if (wants_directory && !is_directory(context.output) && mkdir(context.output.c_str(), 0755) != 0) {
+  // Processes started together (MPI ranks) may race to create it: EEXIST is fine.
+  if (wants_directory && !is_directory(context.output) && mkdir(context.output.c_str(), 0755) != 0 &&
+      !(errno == EEXIST && is_directory(context.output))) {
     message("cannot create the output directory '{}' (FERRET_OUTPUT): {}; running untraced",
             context.output, std::strerror(errno));
     return false;
@@ -984,6 +988,11 @@ void runtime_state::drain_locked(session& s, bool final) {
   };
   if (const double hz = s.clock.ticks_per_second(); hz > 0)
     runtime_metadata.insert(runtime_metadata.begin(), {"clock-ticks-per-second", hz});
+  {
+    std::lock_guard lock{metadata_mutex_};
+    runtime_metadata.insert(runtime_metadata.end(), process_metadata_.begin(),
+                            process_metadata_.end());
+  }
   if (!collectors.empty()) {
     runtime_metadata.emplace_back("gpu-operations", static_cast<std::int64_t>(s.gpu_operations));
     runtime_metadata.emplace_back("gpu-operations-without-launch",
@@ -1058,6 +1067,20 @@ void runtime_state::finish(bool from_drainer) {
   if (!from_drainer && s->drainer.joinable()) s->drainer.join();
   drain(*s, true);
   report(*s);
+}
+
+void runtime_state::join_process_group(process_group& group) {
+  {
+    std::lock_guard lock{metadata_mutex_};
+    const std::string paradigm{group.paradigm()};
+    process_metadata_ = {{paradigm + "-rank", static_cast<std::int64_t>(group.rank())},
+                         {paradigm + "-size", static_cast<std::int64_t>(group.size())}};
+  }
+  session* s = current_.load(std::memory_order_acquire);
+  if (s == nullptr || s->finished.load()) return;
+  std::lock_guard lock{s->drain_mutex};  // backends' calls are serialised
+  if (s->closed) return;
+  for (auto& out : s->backends) out->join_process_group(group);
 }
 
 void runtime_state::flush() {
@@ -1287,6 +1310,29 @@ void unregister_allocation(const void* address) noexcept {
 
 bool register_collector(collector* source) {
   return internal::rt().add_collector(source);
+}
+
+namespace {
+std::atomic<bool> g_process_group_expected{false};
+}
+
+void expect_process_group() noexcept { g_process_group_expected.store(true); }
+
+bool process_group_expected() noexcept { return g_process_group_expected.load(); }
+
+void join_process_group(process_group& group) noexcept {
+  try {
+    internal::rt().join_process_group(group);
+  } catch (...) {
+    internal::message("the process group (rank {}) could not be joined", group.rank());
+  }
+}
+
+void end_session() noexcept {
+  try {
+    internal::rt().finish(false);
+  } catch (...) {
+  }
 }
 
 }  // namespace ferret::runtime

@@ -25,6 +25,8 @@ namespace ferret::runtime {
 
 using ferret::detail::memory_kind;
 
+class process_group;  // runtime.hpp
+
 FERRET_EXPORT std::string_view to_string(memory_kind memory) noexcept;
 
 /// A region, mark or counter name with where it came from. `id` is dense
@@ -243,6 +245,11 @@ class backend {
   virtual void gpu_device(const gpu_device_info& /*device*/) {}
   /// GPU operations of one drain, in no particular order.
   virtual void gpu_activities(const gpu_activity* /*activities*/, std::size_t /*count*/) {}
+  /// The processes of the run know each other now (MPI_Init returned, see
+  /// runtime.hpp): a backend that writes one output for all processes agrees on
+  /// it here, collectively. Called once, on the thread that initialised the
+  /// parallel runtime; `group` stays valid until the final flush returns.
+  virtual void join_process_group(process_group& /*group*/) {}
 };
 
 /// Creates a backend; on failure returns nullptr and sets `error` to one line.

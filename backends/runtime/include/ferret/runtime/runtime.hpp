@@ -1,8 +1,11 @@
 // ferret/runtime/runtime.hpp — services the runtime offers to collectors and tools.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ferret/runtime/backend.hpp"
@@ -64,5 +67,63 @@ class collector {
 /// Adds a collector to the current session (it must outlive the process;
 /// collectors are never removed). Returns false without a session.
 FERRET_EXPORT bool register_collector(collector* source);
+
+// ---------------------------------------------------------------------------
+// Parallel runs: the processes of one run (MPI ranks) as a group.
+//
+// A parallel layer (backends/mpi, libferret_mpi.so) implements process_group
+// over its runtime, so that the runtime and the backends need no MPI:
+//   1. when its library is loaded (before the session starts), it calls
+//      expect_process_group(): backends that write one output for all
+//      processes then hold what they get until the group arrives;
+//   2. when the parallel runtime is up (MPI_Init returned), it calls
+//      join_process_group(): the runtime adds "<paradigm>-rank" and
+//      "<paradigm>-size" to the run metadata and hands the group to every
+//      backend (backend::join_process_group);
+//   3. before the parallel runtime shuts down (in MPI_Finalize, before
+//      PMPI_Finalize), it calls end_session(): final drain, the backends'
+//      final flush (collective for those in the group), exit report. Events
+//      after that are not recorded.
+
+/// The processes of one run. Every collective must be called by all processes
+/// of the group in the same order; each returns false when it failed or when
+/// collectives_available() is false (nothing is sent then).
+class process_group {
+ public:
+  virtual ~process_group() = default;
+  /// Lower-case name of the parallel runtime ("mpi"), for metadata keys.
+  virtual std::string_view paradigm() const noexcept = 0;
+  virtual std::uint32_t rank() const noexcept = 0;
+  virtual std::uint32_t size() const noexcept = 0;
+  /// True when every process is known to call the same collectives now: inside
+  /// join_process_group and end_session, on the thread that called them. False
+  /// e.g. at an exit without MPI_Finalize, where a collective could hang.
+  virtual bool collectives_available() const noexcept = 0;
+  virtual bool barrier() = 0;
+  virtual bool broadcast(void* data, std::size_t bytes, std::uint32_t root) = 0;
+  /// `bytes` from every process; at `root`, `received` gets size() * bytes in rank order.
+  virtual bool gather(const void* data, std::size_t bytes, void* received, std::uint32_t root) = 0;
+  /// At `root`, rank r's `counts[r]` bytes land in `received` after those of ranks < r;
+  /// `counts` and `received` are read at the root only.
+  virtual bool gatherv(const void* data, std::size_t bytes, void* received,
+                       const std::size_t* counts, std::uint32_t root) = 0;
+  /// The root's `data` holds size() * bytes; every process receives its `bytes`.
+  virtual bool scatter(const void* data, void* received, std::size_t bytes, std::uint32_t root) = 0;
+  /// The root sends `counts[r]` bytes to rank r (consecutive in `data`, read at the root
+  /// only); every process receives its `bytes` (= counts[rank]).
+  virtual bool scatterv(const void* data, const std::size_t* counts, void* received,
+                        std::size_t bytes, std::uint32_t root) = 0;
+};
+
+/// Announces that a process group will join (see above). Call it before the
+/// session starts (from the parallel layer's static initialiser).
+FERRET_EXPORT void expect_process_group() noexcept;
+/// True after expect_process_group(): for backend factories.
+FERRET_EXPORT bool process_group_expected() noexcept;
+/// Hands `group` to the session's backends and records rank and size in the
+/// run metadata. `group` must stay valid until end_session() returns.
+FERRET_EXPORT void join_process_group(process_group& group) noexcept;
+/// Ends the session now (as at exit): final drain and flush, exit report.
+FERRET_EXPORT void end_session() noexcept;
 
 }  // namespace ferret::runtime

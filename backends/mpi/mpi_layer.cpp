@@ -1,0 +1,202 @@
+// libferret_mpi: the MPI layer. Intercepts MPI_Init, MPI_Init_thread and
+// MPI_Finalize through the MPI profiling interface (PMPI) and makes the ranks
+// of the run a ferret process group (ferret/runtime/runtime.hpp):
+//   - when this library is loaded, it tells the runtime that a group will come
+//     (backends writing one output for all ranks then hold their records);
+//   - when MPI_Init returns, it joins the group: rank and size over a duplicate
+//     of MPI_COMM_WORLD (so ferret's collectives never match the program's);
+//   - in MPI_Finalize, it ends the ferret session before PMPI_Finalize, since
+//     the backends' final flush may use MPI collectives.
+// Link it into the program (target ferret::mpi), or preload it into an
+// unmodified one: LD_PRELOAD=libferret_mpi.so mpirun ... ./app
+#include <ferret/runtime/runtime.hpp>
+#include <mpi.h>
+
+#include <climits>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <thread>
+#include <vector>
+
+namespace ferret::mpi {
+namespace {
+
+class mpi_process_group final : public runtime::process_group {
+ public:
+  explicit mpi_process_group(MPI_Comm communicator) : communicator_(communicator) {
+    int value = 0;
+    PMPI_Comm_rank(communicator_, &value);
+    rank_ = static_cast<std::uint32_t>(value);
+    PMPI_Comm_size(communicator_, &value);
+    size_ = static_cast<std::uint32_t>(value);
+  }
+
+  std::string_view paradigm() const noexcept override { return "mpi"; }
+  std::uint32_t rank() const noexcept override { return rank_; }
+  std::uint32_t size() const noexcept override { return size_; }
+
+  bool collectives_available() const noexcept override {
+    return collective_thread_ == std::this_thread::get_id();
+  }
+
+  /// Opens (or closes, with `open` false) the window in which every rank calls
+  /// the same collectives: inside MPI_Init and MPI_Finalize, on their thread.
+  void set_collectives_available(bool open) noexcept {
+    collective_thread_ = open ? std::this_thread::get_id() : std::thread::id{};
+  }
+
+  MPI_Comm communicator() const noexcept { return communicator_; }
+
+  bool barrier() override { return collectives_available() && PMPI_Barrier(communicator_) == MPI_SUCCESS; }
+
+  bool broadcast(void* data, std::size_t bytes, std::uint32_t root) override {
+    int count = 0;
+    return collectives_available() && fits(bytes, count) &&
+           PMPI_Bcast(data, count, MPI_BYTE, static_cast<int>(root), communicator_) == MPI_SUCCESS;
+  }
+
+  bool gather(const void* data, std::size_t bytes, void* received, std::uint32_t root) override {
+    int count = 0;
+    return collectives_available() && fits(bytes, count) &&
+           PMPI_Gather(data, count, MPI_BYTE, received, count, MPI_BYTE, static_cast<int>(root),
+                       communicator_) == MPI_SUCCESS;
+  }
+
+  bool gatherv(const void* data, std::size_t bytes, void* received, const std::size_t* counts,
+               std::uint32_t root) override {
+    int count = 0;
+    if (!collectives_available() || !fits(bytes, count)) return false;
+    std::vector<int> receive_counts, displacements;
+    const bool layout_fits = rank_ != root || byte_layout(counts, receive_counts, displacements);
+    // Every rank must take part even when the root's layout does not fit.
+    int all_fit = layout_fits ? 1 : 0;
+    PMPI_Bcast(&all_fit, 1, MPI_INT, static_cast<int>(root), communicator_);
+    if (all_fit == 0) return false;
+    return PMPI_Gatherv(data, count, MPI_BYTE, received, receive_counts.data(),
+                        displacements.data(), MPI_BYTE, static_cast<int>(root),
+                        communicator_) == MPI_SUCCESS;
+  }
+
+  bool scatter(const void* data, void* received, std::size_t bytes, std::uint32_t root) override {
+    int count = 0;
+    return collectives_available() && fits(bytes, count) &&
+           PMPI_Scatter(data, count, MPI_BYTE, received, count, MPI_BYTE, static_cast<int>(root),
+                        communicator_) == MPI_SUCCESS;
+  }
+
+  bool scatterv(const void* data, const std::size_t* counts, void* received, std::size_t bytes,
+                std::uint32_t root) override {
+    int count = 0;
+    if (!collectives_available() || !fits(bytes, count)) return false;
+    std::vector<int> send_counts, displacements;
+    const bool layout_fits = rank_ != root || byte_layout(counts, send_counts, displacements);
+    int all_fit = layout_fits ? 1 : 0;
+    PMPI_Bcast(&all_fit, 1, MPI_INT, static_cast<int>(root), communicator_);
+    if (all_fit == 0) return false;
+    return PMPI_Scatterv(data, send_counts.data(), displacements.data(), MPI_BYTE, received, count,
+                         MPI_BYTE, static_cast<int>(root), communicator_) == MPI_SUCCESS;
+  }
+
+ private:
+  // MPI counts are int.
+  static bool fits(std::size_t bytes, int& count) noexcept {
+    if (bytes > static_cast<std::size_t>(INT_MAX)) return false;
+    count = static_cast<int>(bytes);
+    return true;
+  }
+
+  bool byte_layout(const std::size_t* counts, std::vector<int>& as_int,
+                   std::vector<int>& displacements) const {
+    std::size_t offset = 0;
+    for (std::uint32_t r = 0; r < size_; ++r) {
+      int count = 0, displacement = 0;
+      if (!fits(counts[r], count) || !fits(offset, displacement)) return false;
+      as_int.push_back(count);
+      displacements.push_back(displacement);
+      offset += counts[r];
+    }
+    return true;
+  }
+
+  MPI_Comm communicator_;
+  std::uint32_t rank_ = 0;
+  std::uint32_t size_ = 1;
+  std::thread::id collective_thread_;
+};
+
+// Created when MPI_Init returns, never freed (backends may hold it to the end).
+mpi_process_group* g_group = nullptr;
+
+// What this rank records with: 0 without a session, else a hash of
+// FERRET_BACKEND (the backends' collectives must match across ranks).
+std::uint64_t recording_signature() {
+  if (!runtime::session_active()) return 0;
+  const char* backends = std::getenv("FERRET_BACKEND");
+  std::uint64_t hash = 14695981039346656037ULL;  // FNV-1a
+  for (const char* c = backends != nullptr ? backends : ""; *c != '\0'; ++c)
+    hash = (hash ^ static_cast<unsigned char>(*c)) * 1099511628211ULL;
+  return hash == 0 ? 1 : hash;
+}
+
+int after_init(int result) {
+  if (result != MPI_SUCCESS || g_group != nullptr) return result;
+  // Every rank takes part in these collectives, traced or not: a rank whose
+  // session did not start must not leave the others waiting.
+  MPI_Comm communicator = MPI_COMM_NULL;
+  if (PMPI_Comm_dup(MPI_COMM_WORLD, &communicator) != MPI_SUCCESS) {
+    runtime::print_message("MPI_Comm_dup failed: each rank records into its own output");
+    return result;
+  }
+  // The group forms only when all ranks record with the same backends.
+  const std::uint64_t signature = recording_signature();
+  std::uint64_t bounds[2] = {signature, ~signature};  // max of both: the largest and the smallest
+  PMPI_Allreduce(MPI_IN_PLACE, bounds, 2, MPI_UINT64_T, MPI_MAX, communicator);
+  const bool all_alike = bounds[0] == ~bounds[1] && signature != 0;
+  if (!all_alike) {
+    if (signature != 0)
+      runtime::print_message(
+          "the MPI ranks do not all record with the same FERRET_BACKEND: each rank writes its own "
+          "output");
+    PMPI_Comm_free(&communicator);
+    return result;
+  }
+  g_group = new mpi_process_group(communicator);
+  g_group->set_collectives_available(true);
+  runtime::join_process_group(*g_group);
+  g_group->set_collectives_available(false);
+  return result;
+}
+
+// The runtime learns that a group will come before the session starts (this
+// library's initialiser runs before any code of the program).
+[[maybe_unused]] const bool g_announced = (runtime::expect_process_group(), true);
+
+}  // namespace
+}  // namespace ferret::mpi
+
+extern "C" {
+
+FERRET_EXPORT int MPI_Init(int* argc, char*** argv) {
+  return ferret::mpi::after_init(PMPI_Init(argc, argv));
+}
+
+FERRET_EXPORT int MPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
+  return ferret::mpi::after_init(PMPI_Init_thread(argc, argv, required, provided));
+}
+
+FERRET_EXPORT int MPI_Finalize(void) {
+  using ferret::mpi::g_group;
+  if (g_group != nullptr) {
+    g_group->set_collectives_available(true);
+    ferret::runtime::end_session();
+    g_group->set_collectives_available(false);
+    MPI_Comm communicator = g_group->communicator();
+    PMPI_Comm_free(&communicator);
+  } else {
+    ferret::runtime::end_session();  // events after MPI_Finalize are not recorded either way
+  }
+  return PMPI_Finalize();
+}
+
+}  // extern "C"

@@ -1,0 +1,172 @@
+// See ferret/runtime/deferred_backend.hpp.
+#include "ferret/runtime/deferred_backend.hpp"
+
+#include <fmt/format.h>
+
+#include <deque>
+#include <string_view>
+#include <unordered_set>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "ferret/runtime/runtime.hpp"
+
+namespace ferret::runtime {
+namespace {
+
+// What the runtime handed over, copied: its pointers are valid for the call only
+// (name_info and context_node pointers live as long as the session and are kept).
+struct held_records {
+  thread_info thread;  // name points into thread_name
+  std::string thread_name;
+  std::vector<record> records;
+};
+struct held_object_event {
+  data_object_event event;  // object points into object
+  data_object_info object;
+};
+struct held_activities {
+  std::vector<gpu_activity> activities;  // name and object pointers point into the holder
+  std::deque<data_object_info> objects;
+};
+using held_call = std::variant<held_records, held_object_event, gpu_device_info, held_activities>;
+
+class deferred_backend final : public backend {
+ public:
+  deferred_backend(deferred_opener open, std::string waiting_description, std::size_t max_held)
+      : open_(std::move(open)),
+        waiting_description_(std::move(waiting_description)),
+        max_held_(max_held) {}
+
+  void thread_records(const thread_info& thread, const record* records,
+                      std::size_t count) override {
+    if (real_ != nullptr) return real_->thread_records(thread, records, count);
+    if (failed_) return;
+    const std::size_t kept = admit(count);
+    if (kept == 0) return;
+    held_records held{thread, std::string{thread.name}, {records, records + kept}};
+    held.thread.name = {};
+    held_.emplace_back(std::move(held));
+  }
+
+  void data_object(const data_object_event& event) override {
+    if (real_ != nullptr) return real_->data_object(event);
+    if (failed_ || admit(1) == 0) return;
+    held_.emplace_back(held_object_event{event, *event.object});
+  }
+
+  void gpu_device(const gpu_device_info& device) override {
+    if (real_ != nullptr) return real_->gpu_device(device);
+    if (!failed_) held_.emplace_back(device);
+  }
+
+  void gpu_activities(const gpu_activity* activities, std::size_t count) override {
+    if (real_ != nullptr) return real_->gpu_activities(activities, count);
+    if (failed_) return;
+    const std::size_t kept = admit(count);
+    if (kept == 0) return;
+    held_activities held;
+    held.activities.assign(activities, activities + kept);
+    for (gpu_activity& a : held.activities) {
+      if (a.name != nullptr) a.name = kernel_names_.emplace(a.name).first->c_str();
+      if (a.source_object != nullptr) {
+        held.objects.push_back(*a.source_object);
+        a.source_object = &held.objects.back();
+      }
+      if (a.destination_object != nullptr) {
+        held.objects.push_back(*a.destination_object);
+        a.destination_object = &held.objects.back();
+      }
+    }
+    held_.emplace_back(std::move(held));
+  }
+
+  void join_process_group(process_group& group) override {
+    if (real_ == nullptr && !failed_) open(&group);
+  }
+
+  void flush(const session_status& status) override {
+    if (real_ == nullptr && !failed_ && status.final) open(nullptr);
+    if (real_ == nullptr) return;
+    if (dropped_ == 0) return real_->flush(status);
+    metadata_list runtime_metadata;
+    if (status.runtime_metadata != nullptr) runtime_metadata = *status.runtime_metadata;
+    runtime_metadata.emplace_back("events-dropped-before-process-group",
+                                  static_cast<std::int64_t>(dropped_));
+    session_status with_drops = status;
+    with_drops.runtime_metadata = &runtime_metadata;
+    with_drops.events_dropped += dropped_;
+    real_->flush(with_drops);
+  }
+
+  void abandon() noexcept override {
+    if (real_ != nullptr) real_->abandon();
+    held_.clear();
+  }
+
+  std::string describe() const override {
+    if (real_ != nullptr) return real_->describe();
+    return waiting_description_;
+  }
+
+ private:
+  // How many of `count` events fit under the bound; the rest are counted.
+  std::size_t admit(std::size_t count) {
+    const std::size_t room = max_held_ > held_events_ ? max_held_ - held_events_ : 0;
+    const std::size_t kept = count < room ? count : room;
+    held_events_ += kept;
+    dropped_ += count - kept;
+    return kept;
+  }
+
+  void open(process_group* group) {
+    std::string error;
+    real_ = open_(group, error);
+    if (real_ == nullptr) {
+      failed_ = true;
+      print_message(error.empty() ? std::string_view{"a deferred backend failed to start"}
+                                  : std::string_view{error});
+      held_.clear();
+      return;
+    }
+    for (held_call& call : held_) std::visit([this](auto& held) { replay(held); }, call);
+    held_.clear();
+    held_.shrink_to_fit();
+  }
+
+  void replay(held_records& held) {
+    held.thread.name = held.thread_name;
+    real_->thread_records(held.thread, held.records.data(), held.records.size());
+  }
+  void replay(held_object_event& held) {
+    held.event.object = &held.object;
+    real_->data_object(held.event);
+  }
+  void replay(const gpu_device_info& device) { real_->gpu_device(device); }
+  void replay(held_activities& held) {
+    real_->gpu_activities(held.activities.data(), held.activities.size());
+  }
+
+  deferred_opener open_;
+  std::string waiting_description_;
+  std::size_t max_held_;
+  std::unique_ptr<backend> real_;
+  bool failed_ = false;
+  std::vector<held_call> held_;
+  // Kernel names, kept for the session: backends may key caches on the pointer.
+  std::unordered_set<std::string> kernel_names_;  // node-based: c_str() stays valid
+  std::size_t held_events_ = 0;
+  std::uint64_t dropped_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<backend> make_deferred_backend(deferred_opener open,
+                                               std::string waiting_description,
+                                               std::size_t max_held_events) {
+  return std::make_unique<deferred_backend>(std::move(open), std::move(waiting_description),
+                                            max_held_events);
+}
+
+}  // namespace ferret::runtime

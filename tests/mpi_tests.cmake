@@ -1,0 +1,38 @@
+# Included from tests/CMakeLists.txt when the MPI layer is built: the MPI
+# example under `mpirun -np 2` (label "mpi"), with one Chrome trace per rank
+# and, with the OTF2 backend, one archive for both ranks (and a per-process
+# archive when MPI_Init never comes).
+set(mpi_test_arguments -DHEAT_MPI=$<TARGET_FILE:heat_mpi> -DMPIEXEC=${MPIEXEC_EXECUTABLE}
+                       -DMPIEXEC_NUMPROC_FLAG=${MPIEXEC_NUMPROC_FLAG})
+if(FERRET_SANITIZE MATCHES "address")
+  list(APPEND mpi_test_arguments -DLSAN_SUPPRESSIONS=${CMAKE_CURRENT_SOURCE_DIR}/support/lsan-openmpi.supp)
+endif()
+add_test(NAME mpi_example_chrome
+         COMMAND ${CMAKE_COMMAND} ${mpi_test_arguments} -DMODE=chrome
+                 -DTRACE_CHECK=$<TARGET_FILE:ferret-trace-check>
+                 -DWORK=${CMAKE_CURRENT_BINARY_DIR}/mpi_example_chrome
+                 -P ${CMAKE_CURRENT_SOURCE_DIR}/mpi_example.cmake)
+set_tests_properties(mpi_example_chrome PROPERTIES LABELS "process;mpi")
+if(FERRET_HAVE_OTF2)
+  foreach(mode otf2 otf2_without_init)
+    add_test(NAME mpi_example_${mode}
+             COMMAND ${CMAKE_COMMAND} ${mpi_test_arguments} -DMODE=${mode}
+                     -DOTF2_CHECK=$<TARGET_FILE:ferret-otf2-check> -DOTF2_PRINT=${FERRET_OTF2_PRINT}
+                     -DWORK=${CMAKE_CURRENT_BINARY_DIR}/mpi_example_${mode}
+                     -P ${CMAKE_CURRENT_SOURCE_DIR}/mpi_example.cmake)
+    set_tests_properties(mpi_example_${mode} PROPERTIES LABELS "process;mpi")
+  endforeach()
+endif()
+
+# A rank that ends outside MPI_Finalize: one message per rank, no hang.
+add_executable(mpi_exit_without_finalize support/mpi_exit_without_finalize.cpp)
+target_compile_definitions(mpi_exit_without_finalize PRIVATE OMPI_SKIP_MPICXX=1 MPICH_SKIP_MPICXX=1)
+target_link_libraries(mpi_exit_without_finalize PRIVATE ferret::mpi MPI::MPI_C ferret_warnings)
+if(FERRET_HAVE_OTF2)
+  add_test(NAME mpi_exit_without_finalize
+           COMMAND ${CMAKE_COMMAND} ${mpi_test_arguments} -DMODE=exit_without_finalize
+                   -DPROGRAM=$<TARGET_FILE:mpi_exit_without_finalize>
+                   -DWORK=${CMAKE_CURRENT_BINARY_DIR}/mpi_exit_without_finalize
+                   -P ${CMAKE_CURRENT_SOURCE_DIR}/mpi_example.cmake)
+  set_tests_properties(mpi_exit_without_finalize PROPERTIES LABELS "process;mpi")
+endif()
