@@ -34,7 +34,7 @@
 //               stream's location, with attributes: grid, block, registers per
 //               thread, static/dynamic shared memory, local memory, theoretical
 //               occupancy, correlation id, calling context (annotated regions)
-//               and the launching API call. Memsets → region "cudaMemset"
+//               and the launching API call. Memsets → region "Memset"
 //               (DATA_TRANSFER, named as in the chrome trace) with the object set and the
 //               memory kind.
 //   copies    → one-sided communication as Score-P writes CUDA memcpys: RmaGet
