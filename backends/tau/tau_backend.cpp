@@ -1,5 +1,5 @@
 // The TAU profile backend. See tau_backend.hpp for the layout and
-// ../../docs/tau-status.md for what is tested.
+// tests/tau_backend_test.cpp and tools/ferret-tau-check for how it is checked.
 #include "tau_backend.hpp"
 
 #include "ferret/runtime/runtime.hpp"
