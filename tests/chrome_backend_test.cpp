@@ -4,6 +4,7 @@
 // nlohmann::json to compare values.
 #include "chrome_backend.hpp"
 #include "trace_check.hpp"
+#include "support/backend_test_support.hpp"
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
@@ -31,6 +32,13 @@
 
 namespace {
 
+using ferret::testing::begin;
+using ferret::testing::end;
+using ferret::testing::make_session;
+using ferret::testing::mark;
+using ferret::testing::name_table;
+using ferret::testing::sample;
+
 namespace rt = ferret::runtime;
 namespace check = ferret::trace_check;
 using nlohmann::json;
@@ -38,28 +46,6 @@ using rt::record_kind;
 
 constexpr std::uint32_t test_pid = 4242;
 constexpr std::uint64_t worker_tid = 4243;
-
-// A fresh directory under $TMPDIR, removed with its contents afterwards.
-class temp_dir {
- public:
-  temp_dir() {
-    std::string pattern =
-        (std::filesystem::temp_directory_path() / "ferret-chrome-test-XXXXXX").string();
-    if (mkdtemp(pattern.data()) == nullptr)
-      throw std::runtime_error(std::string{"mkdtemp: "} + std::strerror(errno));
-    path_ = pattern;
-  }
-  ~temp_dir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  temp_dir(const temp_dir&) = delete;
-  temp_dir& operator=(const temp_dir&) = delete;
-  std::string file(std::string_view name) const { return path_ + "/" + std::string{name}; }
-
- private:
-  std::string path_;
-};
 
 std::string read_file(const std::string& path) {
   std::ifstream in{path, std::ios::binary};
@@ -97,51 +83,10 @@ json the_event(const json& doc, std::string_view phase, std::string_view name) {
   return found.front();
 }
 
-// Name records with stable addresses and dense ids, as the runtime hands out.
-class name_table {
- public:
-  const rt::name_info* add(std::string name, std::string domain = {}, std::string file = {},
-                           std::uint32_t line = 0, std::string function = {}) {
-    names_.push_back(rt::name_info{static_cast<std::uint32_t>(names_.size()), std::move(name),
-                                   std::move(domain), std::move(function), std::move(file),
-                                   line});
-    return &names_.back();
-  }
-
- private:
-  std::deque<rt::name_info> names_;
-};
-
-rt::record begin(std::int64_t ns, const rt::name_info* name) {
-  return {ns, record_kind::region_begin, name, 0.0};
-}
-rt::record end(std::int64_t ns, const rt::name_info* name) {
-  return {ns, record_kind::region_end, name, 0.0};
-}
-rt::record mark(std::int64_t ns, const rt::name_info* name) {
-  return {ns, record_kind::mark, name, 0.0};
-}
-rt::record sample(std::int64_t ns, const rt::name_info* name, double value) {
-  return {ns, record_kind::counter, name, value};
-}
-
-rt::session_info make_session() {
-  rt::session_info session;
-  session.pid = test_pid;
-  session.hostname = "testhost";
-  session.executable = "app";
-  session.command_line = "app --size 3";
-  session.clock_source = "tsc";
-  session.start_monotonic_raw_ns = 987654321;
-  session.start_realtime_ns = 1'700'000'000'123'456'789;  // 2023-11-14T22:13:20.123456Z
-  session.ferret_version = "0.1.0-test";
-  return session;
-}
-
 // One backend writing <tempdir>/trace.json, with the runtime's side faked.
 struct fixture {
-  temp_dir dir;
-  rt::session_info session = make_session();
+  ferret::testing::temp_directory dir{"ferret-chrome-test"};
+  rt::session_info session = make_session(test_pid);
   std::string path = dir.file("trace.json");
   rt::metadata_list runtime_metadata{{"clock-frequency-hz", std::int64_t{2'500'000'000}}};
   rt::metadata_list user_metadata;
@@ -518,8 +463,8 @@ TEST_CASE("names with quotes, control bytes and invalid UTF-8 come out valid") {
 }
 
 TEST_CASE("the executable name is escaped in process_name and metadata") {
-  temp_dir dir;
-  rt::session_info session = make_session();
+  ferret::testing::temp_directory dir{"ferret-chrome-test"};
+  rt::session_info session = make_session(test_pid);
   session.executable = "a\"pp\xff";
   session.hostname = "host\n";
   const std::string path = dir.file("odd.json");
@@ -627,7 +572,7 @@ TEST_CASE("abandon leaves the file exactly as the last flush wrote it") {
 }
 
 TEST_CASE("an unwritable output path is reported in one line") {
-  const rt::session_info session = make_session();
+  const rt::session_info session = make_session(test_pid);
   std::string error;
   const std::string path = "/proc/nonexistent/x.json";
   auto backend = ferret::chrome::make_backend({&session, path, false}, error);
@@ -638,10 +583,10 @@ TEST_CASE("an unwritable output path is reported in one line") {
 }
 
 TEST_CASE("a file that cannot take the head is reported like one that cannot be opened") {
-  temp_dir dir;
+  ferret::testing::temp_directory dir{"ferret-chrome-test"};
   const std::string path = dir.file("full.json");
   REQUIRE(symlink("/dev/full", path.c_str()) == 0);  // opens fine, every write fails
-  const rt::session_info session = make_session();
+  const rt::session_info session = make_session(test_pid);
   std::string error;
   CHECK(ferret::chrome::make_backend({&session, path, false}, error) == nullptr);
   CHECK(error == "cannot write the chrome trace to '" + path + "': " +
@@ -730,8 +675,8 @@ TEST_CASE("metadata holds the session facts, runtime metadata, counts and run me
 }
 
 TEST_CASE("start-time is ISO-8601 UTC with microseconds, also before 1970") {
-  temp_dir dir;
-  rt::session_info session = make_session();
+  ferret::testing::temp_directory dir{"ferret-chrome-test"};
+  rt::session_info session = make_session(test_pid);
   session.start_realtime_ns = -1;  // 1969-12-31T23:59:59.999999Z (floor, not truncation)
   const std::string path = dir.file("early.json");
   std::string error;

@@ -4,6 +4,7 @@
 // INVALID references, nothing on stderr).
 #include "otf2_backend.hpp"
 #include "otf2_check.hpp"
+#include "support/backend_test_support.hpp"
 
 #include <doctest/doctest.h>
 
@@ -28,34 +29,19 @@
 
 namespace {
 
+using ferret::testing::begin;
+using ferret::testing::end;
+using ferret::testing::make_session;
+using ferret::testing::mark;
+using ferret::testing::name_table;
+using ferret::testing::sample;
+
 namespace rt = ferret::runtime;
 namespace check = ferret::otf2_check;
 using rt::record_kind;
 
 constexpr std::uint32_t test_pid = 4242;
 constexpr std::uint64_t worker_tid = 4243;
-
-class temp_dir {
- public:
-  temp_dir() {
-    std::string pattern =
-        (std::filesystem::temp_directory_path() / "ferret-otf2-test-XXXXXX").string();
-    if (mkdtemp(pattern.data()) == nullptr)
-      throw std::runtime_error(std::string{"mkdtemp: "} + std::strerror(errno));
-    path_ = pattern;
-  }
-  ~temp_dir() {
-    if (std::getenv("FERRET_OTF2_TEST_KEEP") != nullptr) return;  // to look at by hand
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  temp_dir(const temp_dir&) = delete;
-  temp_dir& operator=(const temp_dir&) = delete;
-  std::string file(std::string_view name) const { return path_ + "/" + std::string{name}; }
-
- private:
-  std::string path_;
-};
 
 std::string read_text(const std::string& path) {
   std::ifstream in{path, std::ios::binary};
@@ -64,49 +50,10 @@ std::string read_text(const std::string& path) {
   return text.str();
 }
 
-class name_table {
- public:
-  const rt::name_info* add(std::string name, std::string domain = {}, std::string file = {},
-                           std::uint32_t line = 0) {
-    names_.push_back(rt::name_info{static_cast<std::uint32_t>(names_.size()), std::move(name),
-                                   std::move(domain), {}, std::move(file), line});
-    return &names_.back();
-  }
-
- private:
-  std::deque<rt::name_info> names_;
-};
-
-rt::record begin(std::int64_t ns, const rt::name_info* name) {
-  return {ns, record_kind::region_begin, name, 0.0};
-}
-rt::record end(std::int64_t ns, const rt::name_info* name) {
-  return {ns, record_kind::region_end, name, 0.0};
-}
-rt::record mark(std::int64_t ns, const rt::name_info* name) {
-  return {ns, record_kind::mark, name, 0.0};
-}
-rt::record sample(std::int64_t ns, const rt::name_info* name, double value) {
-  return {ns, record_kind::counter, name, value};
-}
-
-rt::session_info make_session() {
-  rt::session_info session;
-  session.pid = test_pid;
-  session.hostname = "testhost";
-  session.executable = "app";
-  session.command_line = "app --size 3";
-  session.clock_source = "tsc";
-  session.start_monotonic_raw_ns = 987654321;
-  session.start_realtime_ns = 1'700'000'000'123'456'789;
-  session.ferret_version = "0.1.0-test";
-  return session;
-}
-
 // One backend writing <tempdir>/trace (anchor <tempdir>/trace/traces.otf2).
 struct fixture {
-  temp_dir dir;
-  rt::session_info session = make_session();
+  ferret::testing::temp_directory dir{"ferret-otf2-test"};
+  rt::session_info session = make_session(test_pid);
   std::string output = dir.file("trace.otf2");
   std::string anchor = dir.file("trace/traces.otf2");
   rt::metadata_list runtime_metadata{{"clock-frequency-hz", std::int64_t{2'500'000'000}}};
@@ -351,7 +298,7 @@ TEST_CASE("GPU: stream locations, kernels sorted per stream, copies as RMA") {
 }
 
 TEST_CASE("archive naming") {
-  const rt::session_info session = make_session();
+  const rt::session_info session = make_session(test_pid);
   CHECK(ferret::otf2::archive_directory({&session, "run.otf2", false}) == "run");
   CHECK(ferret::otf2::archive_directory({&session, "run", false}) == "run");
   CHECK(ferret::otf2::archive_directory({&session, "out/", true}) == "out/ferret-app-4242");

@@ -5,6 +5,7 @@
 #include "tau_backend.hpp"
 #include "tau_check.hpp"
 #include "support/run_program.hpp"
+#include "support/backend_test_support.hpp"
 
 #include <doctest/doctest.h>
 
@@ -28,6 +29,13 @@
 
 namespace {
 
+using ferret::testing::begin;
+using ferret::testing::end;
+using ferret::testing::make_session;
+using ferret::testing::mark;
+using ferret::testing::name_table;
+using ferret::testing::sample;
+
 namespace rt = ferret::runtime;
 namespace tc = ferret::tau_check;
 namespace fs = std::filesystem;
@@ -38,59 +46,6 @@ using rt::record_kind;
 
 constexpr std::uint32_t test_pid = 4242;
 constexpr std::uint64_t worker_tid = 4243;
-
-class temp_dir {
- public:
-  temp_dir() {
-    std::string pattern = (fs::temp_directory_path() / "ferret-tau-test-XXXXXX").string();
-    if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error(std::strerror(errno));
-    path_ = pattern;
-  }
-  ~temp_dir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  temp_dir(const temp_dir&) = delete;
-  temp_dir& operator=(const temp_dir&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
-// Name records with stable addresses and dense ids, as the runtime hands out.
-class name_table {
- public:
-  const rt::name_info* add(std::string name, std::string domain = {}, std::string file = {},
-                           std::uint32_t line = 0) {
-    names_.push_back(rt::name_info{static_cast<std::uint32_t>(names_.size()), std::move(name),
-                                   std::move(domain), {}, std::move(file), line});
-    return &names_.back();
-  }
-
- private:
-  std::deque<rt::name_info> names_;
-};
-
-rt::record begin(std::int64_t ns, const rt::name_info* name) { return {ns, record_kind::region_begin, name, 0.0}; }
-rt::record end(std::int64_t ns, const rt::name_info* name) { return {ns, record_kind::region_end, name, 0.0}; }
-rt::record mark(std::int64_t ns, const rt::name_info* name) { return {ns, record_kind::mark, name, 0.0}; }
-rt::record sample(std::int64_t ns, const rt::name_info* name, double value) {
-  return {ns, record_kind::counter, name, value};
-}
-
-rt::session_info make_session() {
-  rt::session_info session;
-  session.pid = test_pid;
-  session.hostname = "testhost";
-  session.executable = "app";
-  session.command_line = "app --size 3";
-  session.clock_source = "tsc";
-  session.start_monotonic_raw_ns = 987654321;
-  session.start_realtime_ns = 1'700'000'000'123'456'789;
-  session.ferret_version = "0.1.0-test";
-  return session;
-}
 
 std::string all_errors(const tc::report& r) {
   std::string text;
@@ -106,8 +61,8 @@ tc::report checked(const std::string& directory) {
 }
 
 struct fixture {
-  temp_dir dir;
-  rt::session_info session = make_session();
+  ferret::testing::temp_directory dir{"ferret-tau-test"};
+  rt::session_info session = make_session(test_pid);
   name_table names;
   rt::metadata_list runtime_metadata{{"clock-ticks-per-second", 2.5e9}};
   rt::metadata_list user_metadata;
@@ -523,8 +478,8 @@ TEST_CASE("a directory gone by the end: nothing written, said once, describe() s
 }
 
 TEST_CASE("factory: the directory from FERRET_OUTPUT, FERRET_TAU_METRICS, errors") {
-  temp_dir dir;
-  const rt::session_info session = make_session();
+  ferret::testing::temp_directory dir{"ferret-tau-test"};
+  const rt::session_info session = make_session(test_pid);
   std::string error;
   unsetenv("FERRET_TAU_METRICS");
 
@@ -573,7 +528,7 @@ TEST_CASE("factory: the directory from FERRET_OUTPUT, FERRET_TAU_METRICS, errors
 namespace {
 
 struct profiled_run {
-  temp_dir dir;
+  ferret::testing::temp_directory dir{"ferret-tau-test"};
   ferret::testing::program_result result;
   tc::report report;
 };
