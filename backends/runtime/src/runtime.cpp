@@ -30,6 +30,7 @@
 #include <cstring>
 #include <deque>
 #include <fstream>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -497,7 +498,17 @@ bool runtime_state::start_session() {
   s->scratch.reserve(s->chunk_events);
 
   session* started = s.release();
-  started->drainer = std::thread{[this, started] { drainer_loop(*started); }};
+  // Wait until the drain thread runs: a fork() while it is still being set up
+  // (its C library and sanitizer start-up allocate) can leave the child with
+  // an allocator lock held by a thread it does not have. Seen under GCC 12's
+  // AddressSanitizer: fork children hung in their first thread's start.
+  std::promise<void> drainer_running;
+  std::future<void> running = drainer_running.get_future();
+  started->drainer = std::thread{[this, started, &drainer_running] {
+    drainer_running.set_value();
+    drainer_loop(*started);
+  }};
+  running.wait();
   g_signal_session.store(started);
   current_.store(started, std::memory_order_release);
   if (config_.verbose >= 2)
