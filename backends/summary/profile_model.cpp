@@ -227,20 +227,31 @@ std::vector<profile_model::path_row> profile_model::gpu_by_region_path() const {
 std::vector<profile_model::region_row> profile_model::regions_by_name() const {
   std::vector<region_row> rows;
   std::unordered_map<std::uint32_t, std::size_t> row_of_name;
-  for (std::uint32_t i = 1; i < contexts_.size(); ++i) {
-    const context& node = contexts_[i];
-    if (node.synthetic || node.calls == 0) continue;
-    const std::uint32_t name = node_name_[i];
-    const auto [it, inserted] = row_of_name.try_emplace(name, rows.size());
-    if (inserted) rows.push_back(region_row{node.name, node.domain, 0, 0});
-    region_row& row = rows[it->second];
-    row.calls += node.calls;
-    // Inclusive time counts once for recursive regions: only instances not
-    // nested in an instance of the same region add theirs.
-    bool nested_in_itself = false;
-    for (std::uint32_t at = node.parent; at != 0 && !nested_in_itself; at = contexts_[at].parent)
-      nested_in_itself = node_name_[at] == name;
-    if (!nested_in_itself) row.inclusive_ns += node.inclusive_ns;
+  // Depth first without recursion (call paths can be deep), counting the
+  // instances of each name on the path: inclusive time counts once for
+  // recursive regions, only where a region is not nested in itself.
+  std::unordered_map<std::uint32_t, std::uint32_t> open_on_path;
+  std::vector<std::pair<std::uint32_t, bool>> pending{{0, false}};  // (node, leaving)
+  while (!pending.empty()) {
+    const auto [index, leaving] = pending.back();
+    pending.pop_back();
+    const std::uint32_t name = node_name_[index];
+    if (leaving) {
+      --open_on_path[name];
+      continue;
+    }
+    const context& node = contexts_[index];
+    if (index != 0 && !node.synthetic && node.calls != 0) {
+      const auto [it, inserted] = row_of_name.try_emplace(name, rows.size());
+      if (inserted) rows.push_back(region_row{node.name, node.domain, 0, 0});
+      region_row& row = rows[it->second];
+      row.calls += node.calls;
+      if (open_on_path[name] == 0) row.inclusive_ns += node.inclusive_ns;
+    }
+    ++open_on_path[name];
+    pending.emplace_back(index, true);
+    for (auto child = node.children.rbegin(); child != node.children.rend(); ++child)
+      pending.emplace_back(*child, false);
   }
   return rows;
 }
