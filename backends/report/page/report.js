@@ -135,9 +135,14 @@
         const key = options.key ? options.key(row) : undefined;
         const tr = el('tr', {'data-key': key, class: options.onSelect ? 'selectable' : undefined});
         if (key !== undefined && key === selected) tr.classList.add('selected');
-        for (const column of columns)
-          tr.appendChild(el('td', {class: column.align === 'r' ? 'r' : column.name ? 'name' : undefined},
-                            column.cell(row)));
+        for (const column of columns) {
+          const content = column.cell(row);
+          // Long names are clipped on screen; the whole name is the cell's title.
+          tr.appendChild(column.name
+                           ? el('td', {class: 'name', title: typeof content === 'string' ? content : undefined},
+                                el('span', {class: 'clip'}, content))
+                           : el('td', {class: column.align === 'r' ? 'r' : undefined}, content));
+        }
         if (options.onSelect)
           tr.addEventListener('click', () => {
             selected = key;
@@ -160,6 +165,12 @@
     {id: 'run', title: 'Run', draw: drawRun},
   ];
   const tabs = document.getElementById('tabs');
+  // A location's hash names a view and, after a '/', an item in it: #objects/2.
+  function follow(hash) {
+    const [id, key] = hash.split('/');
+    show(id);
+    if (key !== undefined && selectInView[id]) selectInView[id](key);
+  }
   function show(id) {
     if (!views.some((view) => view.id === id)) id = hasGpuData() ? 'system' : 'code';
     for (const view of views) {
@@ -171,9 +182,7 @@
   // Follows a link from one view to an item of another.
   const selectInView = {};
   function jump(view, key) {
-    location.hash = view;
-    show(view);
-    if (selectInView[view]) selectInView[view](key);
+    location.hash = view + '/' + key;  // follows it
   }
 
   // --- the system view: who moved how much to whom ------------------------------------
@@ -252,7 +261,8 @@
     const picture = svg('svg', {id: 'system-graph', width: size, height: size, viewBox: `0 0 ${size} ${size}`,
                                 role: 'img', 'aria-label': 'data movement graph'});
     picture.append(svg('defs', {}, svg('marker', {id: 'arrow', viewBox: '0 0 10 10', refX: 9, refY: 5,
-                                                  markerWidth: 5, markerHeight: 5, orient: 'auto-start-reverse'},
+                                                  markerUnits: 'userSpaceOnUse', markerWidth: 12, markerHeight: 12,
+                                                  orient: 'auto-start-reverse'},
                                            svg('path', {d: 'M0,0 L10,5 L0,10 z', fill: '#2f6fbd'}))));
     const nodeRadius = 34;
     const within = new Map();
@@ -330,9 +340,9 @@
   // --- the object view: each data object, where it went, what touched it --------------
   function objectName(object) { return object.name; }
   function lifetime(object) {
-    const from = object.registered_ns === null ? 'before' : format.ms(object.registered_ns);
-    const to = object.unregistered_ns === null ? 'end' : format.ms(object.unregistered_ns);
-    return from + ' – ' + to + ' ms';
+    const from = object.registered_ns === null ? 'start' : format.ms(object.registered_ns) + ' ms';
+    const to = object.unregistered_ns === null ? 'end' : format.ms(object.unregistered_ns) + ' ms';
+    return from + ' – ' + to;
   }
   function heatStrip(object, width, height, withTitles) {
     const strip = svg('svg', {width, height, class: 'heat', role: 'img',
@@ -369,7 +379,7 @@
       {title: 'object', name: true, cell: objectName, value: (o) => o.name},
       {title: 'kind', cell: (o) => (o.automatic ? 'auto' : o.known ? 'named' : 'id only'),
        value: (o) => (o.automatic ? 1 : 0)},
-      {title: 'where', cell: (o) => (o.known ? endLabel(o.device) + ' ' + o.memory : '-'),
+      {title: 'where', cell: (o) => (o.known ? endLabel(o.device) + (o.memory === 'host' ? '' : ' ' + o.memory) : '-'),
        value: (o) => o.device},
       {title: 'size', align: 'r', cell: (o) => (o.known ? format.bytes(o.bytes) : '-'), value: (o) => o.bytes},
       ...kinds.map((kind) => ({title: kind, align: 'r', cell: (o) => format.bytesCell(o.copied[kind]),
@@ -427,7 +437,12 @@
   // --- the code view: the calling-context tree with host and GPU metrics ----------------
   const contexts = data.contexts;
   const childrenOf = contexts.map(() => []);
-  contexts.forEach((node, i) => { if (i !== 0) childrenOf[node.parent].push(i); });
+  const depthOf = contexts.map(() => 0);
+  contexts.forEach((node, i) => {
+    if (i === 0) return;
+    childrenOf[node.parent].push(i);
+    depthOf[i] = depthOf[node.parent] + 1;  // parents come first
+  });
   // Inclusive GPU metrics: children come after their parents.
   const inclusiveGpu = contexts.map((node) => node.gpu.slice());
   for (let i = contexts.length - 1; i > 0; --i)
@@ -473,7 +488,7 @@
     let inclusive = true;
     const expanded = new Set([0]);
     const autoDepth = contexts.length <= 300 ? Infinity : 2;
-    contexts.forEach((node, i) => { if (node.parent === 0 || contexts[node.parent].depth + 1 <= autoDepth) expanded.add(i); });
+    contexts.forEach((node, i) => { if (depthOf[i] < autoDepth) expanded.add(i); });
     let selected = null;
     const metricColumns = [
       {title: 'GKER ms', metric: 'kernel_ns', text: format.ms},
@@ -538,8 +553,8 @@
         if (expanded.has(index)) expanded.delete(index); else expanded.add(index);
         draw();
       });
-      const name = el('td', {class: 'name'}, el('span', {style: `padding-left:${Math.min(node.depth, 40) * 14}px`}), twisty,
-                      index === 0 ? '(whole program)' : contextLabel(node));
+      const name = el('td', {class: 'name'}, el('span', {style: `padding-left:${Math.min(depthOf[index], 40) * 14}px`}), twisty,
+                      el('span', {class: 'clip'}, index === 0 ? '(whole program)' : contextLabel(node)));
       const tr = el('tr', {'data-context': index, 'data-path': index === 0 ? '' : contextPath(index, true),
                            class: 'selectable' + (node.api_call ? ' api' : '') + (node.synthetic ? ' synthetic' : '') +
                                   (index === selected ? ' selected' : '')},
@@ -819,7 +834,7 @@
     tabs.append(button);
     view.draw(document.getElementById('view-' + view.id));
   }
-  window.addEventListener('hashchange', () => show(location.hash.slice(1)));
-  show(location.hash.slice(1));
+  window.addEventListener('hashchange', () => follow(location.hash.slice(1)));
+  follow(location.hash.slice(1));
   document.body.dataset.ready = 'yes';
 })();
