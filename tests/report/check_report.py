@@ -3,10 +3,12 @@
 
     check_report.py --chromium PATH --screenshots TOOL --work DIR --synthetic PROGRAM
     check_report.py --chromium PATH --screenshots TOOL --work DIR --program PROGRAM ARG...
+    check_report.py --chromium PATH --screenshots TOOL --work DIR --page FILE.html --summary-file FILE
 
 --synthetic: PROGRAM DIR writes DIR/synthetic.html and DIR/synthetic-summary.txt
 (tests/report/synthetic_gpu_run.cpp). --program: PROGRAM runs with
-FERRET_BACKEND=report,summary; the summary is read from its stderr.
+FERRET_BACKEND=report,summary; the summary is read from its stderr. --page:
+a report and its summary made elsewhere (the GPU machine: tests/gpu/report_example.sh).
 
 The page is opened as a person would open it (file://, a real browser) and
 its DOM, after the page's script ran, is compared with the summary's text:
@@ -261,6 +263,9 @@ def main():
     parser.add_argument('--screenshots', required=True, help='tools/ferret-report-screenshots')
     parser.add_argument('--work', required=True)
     parser.add_argument('--synthetic')
+    parser.add_argument('--page')
+    parser.add_argument('--summary-file')
+    parser.add_argument('--gpu', action='store_true', help='with --page: the run used a GPU')
     parser.add_argument('--program', nargs=argparse.REMAINDER)
     options = parser.parse_args()
     chromium = shutil.which(options.chromium) if options.chromium else None
@@ -278,6 +283,12 @@ def main():
         with open(os.path.join(work, 'synthetic-summary.txt'), encoding='utf-8') as f:
             summary = f.read()
         views = ['system', 'objects/2', 'code', 'devices', 'run']
+    elif options.page:
+        page = os.path.abspath(options.page)
+        with open(options.summary_file, encoding='utf-8') as f:
+            summary = f.read()
+        summary = summary[summary.find('ferret summary: '):]
+        views = ['system', 'objects', 'code', 'devices', 'run']
     else:
         environment = {k: v for k, v in os.environ.items() if not k.startswith('FERRET_')}
         environment.update(FERRET_BACKEND='report,summary', FERRET_OUTPUT=os.path.join(work, 'program'))
@@ -299,7 +310,7 @@ def main():
 
     with tempfile.TemporaryDirectory() as profile:
         dom = dump_dom(chromium, page, 'code', profile)
-        compare_with_summary(dom, summary, gpu=bool(options.synthetic))
+        compare_with_summary(dom, summary, gpu=bool(options.synthetic) or options.gpu)
         if options.synthetic:
             check_hostile_names(dom, page_text)
             # The object view with the device grid selected: who moved it.
