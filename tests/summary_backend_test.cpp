@@ -490,18 +490,18 @@ TEST_CASE("GPU time by calling context, with HPCToolkit's metric names") {
   CHECK(first->operations == "7");
   CHECK(lines_of(report).at(1) ==
         "metrics (HPCToolkit's names): GKER kernel time, GXCOPY copy time and bytes, GMSET bytes "
-        "set, GMEM allocations, GSYNC synchronization time");
+        "set, GMEM bytes allocated, GSYNC synchronization time");
 
   const lines body = section(report, "GPU time by calling context");
   CHECK(texts(body.front()) == std::vector<std::string>{"GKER ms", "kernels", "GXCOPY ms",
-                                                        "GXCOPY bytes", "GMSET bytes", "GSYNC ms",
-                                                        "context"});
-  check_aligned(body, "rrrrrrl");
+                                                        "GXCOPY bytes", "GMSET bytes", "GMEM bytes",
+                                                        "GSYNC ms", "context"});
+  check_aligned(body, "rrrrrrrl");
   CHECK(rows(body) == std::vector<std::vector<std::string>>{
-                          {"5.000", "1", "0.000", "-", "-", "0.000", "(no region)"},
-                          {"3.000", "2", "1.000", "1.0 MiB", "-", "0.000", "solve/step"},
-                          {"1.000", "1", "0.000", "-", "-", "0.000", "(launch not seen)"},
-                          {"0.000", "0", "0.000", "-", "4.0 KiB", "0.500", "solve"},
+                          {"5.000", "1", "0.000", "-", "-", "-", "0.000", "(no region)"},
+                          {"3.000", "2", "1.000", "1.0 MiB", "-", "-", "0.000", "solve/step"},
+                          {"1.000", "1", "0.000", "-", "-", "-", "0.000", "(launch not seen)"},
+                          {"0.000", "0", "0.000", "-", "4.0 KiB", "-", "0.500", "solve"},
                       });
 }
 
@@ -520,9 +520,9 @@ TEST_CASE("calling contexts: the top 10 by kernel and copy time") {
   const auto table = rows(body);
   REQUIRE(table.size() == 10);
   CHECK(table.front() ==
-        std::vector<std::string>{"11.000", "1", "1.000", "8 B", "-", "0.000", "phase 12"});
+        std::vector<std::string>{"11.000", "1", "1.000", "8 B", "-", "-", "0.000", "phase 12"});
   CHECK(table.back() ==
-        std::vector<std::string>{"2.000", "1", "1.000", "8 B", "-", "0.000", "phase 3"});
+        std::vector<std::string>{"2.000", "1", "1.000", "8 B", "-", "-", "0.000", "phase 3"});
   CHECK(body.back() == "  … 2 more contexts");
 }
 
@@ -676,8 +676,10 @@ TEST_CASE("memory per device and kind: peak live bytes in time order") {
                           {"GPU 0", "device", "3", "4.0 MiB", "3", "3.0 MiB"},
                           {"GPU 1", "managed", "1", "5.0 GiB", "1", "5.0 GiB"},
                       });
-  // Allocations alone give no row in the context table.
-  CHECK(section(report, "GPU time by calling context").empty());
+  // Allocations count as GMEM in their calling context.
+  CHECK(rows(section(report, "GPU time by calling context")) ==
+        std::vector<std::vector<std::string>>{
+            {"0.000", "0", "0.000", "-", "-", "5.0 GiB", "0.000", "(launch not seen)"}});
   const auto first = read_first_line(lines_of(report).front());
   REQUIRE(first.has_value());
   CHECK(first->operations == "9");
@@ -715,6 +717,67 @@ TEST_CASE("losses: dropped events and the runtime's loss counts, in one line") {
                                     {"cupti-records-dropped", std::int64_t{0}}};
     CHECK(lines_of(run.finish(0, nothing)).size() == 1);
   }
+}
+
+TEST_CASE("names are escaped and cut: no control bytes reach the terminal") {
+  summary_run run;
+  name_table names;
+  const std::string huge(100'000, 'n');
+  const rt::name_info* escape = names.add("red\x1b[31m\ttab\nline\x7f");
+  const rt::name_info* invalid = names.add("bad \xff\xfe utf8 \xe2\x82");
+  const rt::name_info* c1_and_bidi = names.add("csi \xc2\x9b and \xe2\x80\xae""drowkcab");
+  const rt::name_info* long_name = names.add(huge);
+  const rt::name_info* fine = names.add("größe µs");
+  std::vector<rt::record> batch;
+  for (const rt::name_info* name : {escape, invalid, c1_and_bidi, long_name, fine}) {
+    batch.push_back(begin(0, name));
+    batch.push_back(end(ms, name));
+  }
+  run.records(main_tid, batch);
+  rt::data_object_info object = object_info(1, "obj\r\x01" + huge);
+  run.activities({copy_between(copy_kind::host_to_device, KiB, nullptr, &object)});
+  const std::string report = run.finish();
+  for (const char byte : report) {
+    const auto c = static_cast<unsigned char>(byte);
+    CHECK_MESSAGE((c >= 0x20 || c == '\n'), "control byte " << int{c});
+    CHECK(c != 0x7f);
+  }
+  CHECK(report.size() < 10'000);
+  std::map<std::string, std::string> calls;
+  for (const auto& row : rows(section(report, "Host regions"))) calls[row.back()] = row.front();
+  const std::string cut_huge = std::string(99, 'n') + "…";
+  CHECK(calls == std::map<std::string, std::string>{
+                     {"red\\x1b[31m\\ttab\\nline\\x7f", "1"},
+                     {"bad \\xff\\xfe utf8 \\xe2\\x82", "1"},
+                     {"csi \\u009b and \\u202edrowkcab", "1"},
+                     {cut_huge, "1"},
+                     {"größe µs", "1"},
+                 });
+  const auto objects = rows(section(report, "Data objects"));
+  REQUIRE(objects.size() == 1);
+  CHECK(objects.front().back() == "obj\\r\\x01" + std::string(90, 'n') + "…");
+}
+
+TEST_CASE("API calls the collectors counted without recording them") {
+  const rt::metadata_list metadata{
+      {"cuda-api-unrecorded:cudaGetDevice", std::int64_t{1200}},
+      {"cuda-api-unrecorded:cudaPeekAtLastError", std::int64_t{7}},
+      {"level-zero-api-unrecorded:zeDeviceGet", std::int64_t{3}},
+      {"cuda-api-unrecorded:cudaSetDevice", std::int64_t{0}},  // nothing to say
+      {"gpu-operations", std::int64_t{10}},
+  };
+  summary_run run;
+  const std::string report = run.finish(0, metadata);
+  INFO(report);
+  CHECK(headings(report) == std::vector<std::string>{"API calls counted, not recorded"});
+  const lines body = section(report, "API calls counted, not recorded");
+  CHECK(texts(body.front()) == std::vector<std::string>{"calls", "collector", "call"});
+  check_aligned(body, "rll");
+  CHECK(rows(body) == std::vector<std::vector<std::string>>{
+                          {"1200", "cuda", "cudaGetDevice"},
+                          {"7", "cuda", "cudaPeekAtLastError"},
+                          {"3", "level-zero", "zeDeviceGet"},
+                      });
 }
 
 TEST_CASE("only the final flush prints, once; a fork child prints nothing") {

@@ -1,106 +1,46 @@
-// The summary backend. See summary_backend.hpp for the report's layout.
-//
-// Everything is aggregated as it arrives (per calling context, kernel, copy
-// direction, data object, device and memory kind, host region), so memory
-// grows with the number of distinct keys, never with the number of events.
+// The summary backend: the profile of a run as text tables on stderr. See
+// summary_backend.hpp for the layout; profile_model.hpp computes the numbers.
 #include "summary_backend.hpp"
 
 #include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <array>
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
-#include <ctime>
 #include <initializer_list>
-#include <map>
-#include <optional>
-#include <set>
 #include <string_view>
-#include <unordered_map>
+#include <tuple>
 #include <utility>
-#include <variant>
 #include <vector>
+
+#include "number_format.hpp"
+#include "profile_backend.hpp"
+#include "readable_text.hpp"
 
 namespace ferret::summary {
 namespace {
 
+using profile::bytes_text;
+using profile::milliseconds_text;
 using runtime::copy_kind;
-using runtime::data_object_info;
-using runtime::gpu_activity;
-using runtime::gpu_launch;
-using runtime::gpu_operation;
-using runtime::memory_kind;
-using runtime::name_info;
-using runtime::record;
-using runtime::record_kind;
-using runtime::session_info;
-using runtime::session_status;
-using runtime::thread_info;
 
 constexpr std::size_t top_rows = 10;
-constexpr std::size_t longest_kernel_name = 100;  // display columns, "…" included
+// Display columns of a name, "…" included: names may be of any length.
+constexpr std::size_t longest_name = 100;
+constexpr std::size_t longest_path = 120;
 
-// copy_kind's values, unknown (0) to peer_to_peer (5), index the per-kind arrays.
-constexpr std::size_t copy_kinds = 6;
-// The order in which directions are listed.
-constexpr std::array<copy_kind, copy_kinds> listed_copy_kinds = {
-    copy_kind::host_to_device, copy_kind::device_to_host, copy_kind::device_to_device,
-    copy_kind::host_to_host,   copy_kind::peer_to_peer,   copy_kind::unknown};
-
-std::size_t index_of(copy_kind kind) noexcept {
-  const auto index = static_cast<std::size_t>(kind);
-  return index < copy_kinds ? index : 0;  // a value from a newer collector counts as unknown
+// A name as the terminal should show it: escaped, then cut.
+std::string shown_name(std::string_view name, std::size_t columns = longest_name) {
+  return profile::cut_end(profile::readable_text(name), columns);
 }
-
-// --- formatting -------------------------------------------------------------
-
-bool starts_character(char byte) noexcept {
-  return (static_cast<unsigned char>(byte) & 0xC0U) != 0x80U;  // not a UTF-8 continuation
-}
-
-// Terminal columns of UTF-8 text, one per code point ("µs" is two, not three).
-std::size_t display_width(std::string_view text) noexcept {
-  return static_cast<std::size_t>(std::count_if(text.begin(), text.end(), starts_character));
-}
-
-// `text` cut to `width` columns, ending in "…" when something was cut; never
-// splits a UTF-8 sequence.
-std::string truncated(std::string text, std::size_t width) {
-  if (display_width(text) <= width) return text;
-  std::size_t kept = 0;
-  std::size_t cut = 0;
-  for (; cut < text.size(); ++cut) {
-    if (!starts_character(text[cut])) continue;
-    if (kept + 1 == width) break;
-    ++kept;
-  }
-  text.resize(cut);
-  text += "…";
-  return text;
-}
-
-std::string human_bytes(std::uint64_t bytes) {
-  if (bytes < 1024) return fmt::format("{} B", bytes);
-  constexpr std::array<const char*, 5> units = {"KiB", "MiB", "GiB", "TiB", "PiB"};
-  double value = static_cast<double>(bytes) / 1024.0;
-  std::size_t unit = 0;
-  while (value >= 1024.0 && unit + 1 < units.size()) {
-    value /= 1024.0;
-    ++unit;
-  }
-  return fmt::format("{:.1f} {}", value, units[unit]);
+std::string shown_path(std::string_view path) {
+  return profile::cut_middle(profile::readable_text(path), longest_path);
 }
 
 // Table cells: "-" marks nothing at all, so that real values stand out.
-std::string bytes_cell(std::uint64_t bytes) { return bytes == 0 ? "-" : human_bytes(bytes); }
-
-std::string milliseconds(std::int64_t ns) {
-  return fmt::format("{:.3f}", static_cast<double>(ns) / 1e6);
-}
+std::string bytes_cell(std::uint64_t bytes) { return bytes == 0 ? "-" : bytes_text(bytes); }
 
 std::string device_label(std::int64_t device) {
   return device < 0 ? std::string{"host"} : fmt::format("GPU {}", device);
@@ -130,10 +70,10 @@ class text_table {
 
   void append_to(std::string& out) const {
     std::vector<std::size_t> widths(headers_.size());
-    for (std::size_t i = 0; i < headers_.size(); ++i) widths[i] = display_width(headers_[i]);
+    for (std::size_t i = 0; i < headers_.size(); ++i) widths[i] = profile::display_width(headers_[i]);
     for (const auto& row : rows_)
       for (std::size_t i = 0; i < row.size() && i < widths.size(); ++i)
-        widths[i] = std::max(widths[i], display_width(row[i]));
+        widths[i] = std::max(widths[i], profile::display_width(row[i]));
     append_line(out, headers_, widths);
     for (const auto& row : rows_) append_line(out, row, widths);
   }
@@ -144,7 +84,7 @@ class text_table {
     std::string line = "  ";
     for (std::size_t i = 0; i < cells.size() && i < widths.size(); ++i) {
       if (i != 0) line += "  ";
-      const std::size_t padding = widths[i] - display_width(cells[i]);
+      const std::size_t padding = widths[i] - profile::display_width(cells[i]);
       const bool last = i + 1 == cells.size();
       if (alignments_[i] == alignment::right) line.append(padding, ' ');
       line += cells[i];
@@ -182,531 +122,226 @@ std::vector<const T*> top(const std::vector<const T*>& items, Order before) {
   return sorted;
 }
 
-// --- aggregates -------------------------------------------------------------
+using model = profile::profile_model;
 
-struct context_totals {
-  std::string label;  // the context path, or what stands in for it
-  std::int64_t kernel_ns = 0;
-  std::uint64_t kernels = 0;
-  std::int64_t copy_ns = 0;
-  std::uint64_t copy_bytes = 0;
-  std::uint64_t memset_bytes = 0;
-  std::int64_t sync_ns = 0;
-};
-
-struct kernel_totals {
-  std::string mangled_name;
-  std::uint64_t calls = 0;
-  std::int64_t total_ns = 0;
-  double occupancy_sum = 0.0;  // over the launches whose occupancy is known
-  std::uint64_t occupancy_launches = 0;
-  std::uint32_t registers = 0;  // the most any launch used
-};
-
-struct copy_totals {
-  std::uint64_t count = 0;
-  std::uint64_t bytes = 0;
-  std::int64_t ns = 0;
-};
-
-struct object_totals {
-  std::uint64_t id = 0;
-  std::string name;    // "(auto)" appended for allocations the runtime named
-  bool named = false;  // false while only the id is known
-  std::array<std::uint64_t, copy_kinds> copied{};  // by copy_kind
-  std::uint64_t memset_bytes = 0;
-
-  std::uint64_t moved() const noexcept {
-    std::uint64_t total = memset_bytes;
-    for (const std::uint64_t bytes : copied) total += bytes;
-    return total;
+void append_contexts(std::string& out, const model& run) {
+  const std::vector<model::path_row> rows = run.gpu_by_region_path();
+  if (rows.empty()) return;
+  std::vector<const model::path_row*> all;
+  for (const model::path_row& row : rows) all.push_back(&row);
+  append_heading(out, "GPU time by calling context");
+  text_table table{{"GKER ms", alignment::right},      {"kernels", alignment::right},
+                   {"GXCOPY ms", alignment::right},    {"GXCOPY bytes", alignment::right},
+                   {"GMSET bytes", alignment::right},  {"GMEM bytes", alignment::right},
+                   {"GSYNC ms", alignment::right},     {"context", alignment::left}};
+  for (const model::path_row* row : top(all, [](const model::path_row* a, const model::path_row* b) {
+         const std::int64_t a_ns = a->gpu.kernel_ns + a->gpu.copy_ns;
+         const std::int64_t b_ns = b->gpu.kernel_ns + b->gpu.copy_ns;
+         return a_ns != b_ns ? a_ns > b_ns : a->path < b->path;
+       })) {
+    const profile::gpu_metrics& gpu = row->gpu;
+    table.add_row({milliseconds_text(gpu.kernel_ns), fmt::format("{}", gpu.kernels),
+                   milliseconds_text(gpu.copy_ns), bytes_cell(gpu.copy_bytes),
+                   bytes_cell(gpu.memset_bytes), bytes_cell(gpu.allocated_bytes),
+                   milliseconds_text(gpu.sync_ns), shown_path(row->path)});
   }
-};
+  table.append_to(out);
+  append_not_shown(out, all.size(), "context");
+}
 
-struct memory_totals {
-  std::uint64_t allocations = 0;
-  std::uint64_t bytes_allocated = 0;
-  std::uint64_t releases = 0;
-  std::uint64_t live = 0;
-  std::uint64_t peak = 0;
-};
+void append_kernels(std::string& out, const model& run) {
+  const auto kernels = run.kernels();
+  if (kernels.empty()) return;
+  std::vector<const profile::kernel_totals*> all;
+  for (const auto& [name, totals] : kernels) all.push_back(&totals);
+  append_heading(out, "Kernels");
+  text_table table{{"calls", alignment::right},     {"total ms", alignment::right},
+                   {"mean µs", alignment::right},   {"occupancy", alignment::right},
+                   {"registers", alignment::right}, {"kernel", alignment::left}};
+  for (const profile::kernel_totals* kernel :
+       top(all, [](const profile::kernel_totals* a, const profile::kernel_totals* b) {
+         return a->total_ns != b->total_ns ? a->total_ns > b->total_ns
+                                           : a->mangled_name < b->mangled_name;
+       })) {
+    const std::string name =
+        kernel->mangled_name.empty()
+            ? std::string{"(unnamed kernel)"}
+            : shown_name(runtime::demangled_kernel_name(kernel->mangled_name.c_str()));
+    table.add_row({fmt::format("{}", kernel->calls), milliseconds_text(kernel->total_ns),
+                   profile::mean_microseconds_text(kernel->total_ns, kernel->calls),
+                   profile::percent_text(kernel->occupancy_ppm_sum, kernel->occupancy_launches),
+                   fmt::format("{}", kernel->registers), name});
+  }
+  table.append_to(out);
+  append_not_shown(out, all.size(), "kernel");
+}
 
-struct live_allocation {
-  memory_kind memory;
-  std::uint64_t bytes;
-};
+void append_copies(std::string& out, const model& run) {
+  const auto copies = run.copies();
+  text_table table{{"direction", alignment::left},
+                   {"count", alignment::right},
+                   {"bytes", alignment::right},
+                   {"total ms", alignment::right},
+                   {"mean GB/s", alignment::right}};
+  bool any = false;
+  for (const copy_kind kind : profile::listed_copy_kinds) {
+    const profile::transfer_totals& totals = copies[profile::index_of(kind)];
+    if (totals.count == 0) continue;
+    any = true;
+    table.add_row({std::string{runtime::to_string(kind)}, fmt::format("{}", totals.count),
+                   bytes_text(totals.bytes), milliseconds_text(totals.ns),
+                   profile::rate_text(totals.bytes, totals.ns)});
+  }
+  if (!any) return;
+  append_heading(out, "Copies");
+  table.append_to(out);
+}
 
-struct region_totals {
-  std::string label;
-  std::uint64_t calls = 0;
-  std::int64_t inclusive_ns = 0;
-};
+void append_copy_matrix(std::string& out, const model& run) {
+  const profile::traffic_matrix& copies = run.traffic().front();
+  if (copies.cells.empty()) return;
+  const std::vector<std::int32_t> ends = run.ends();
+  append_heading(out, "Device-to-device bytes");
+  // Rows: where the bytes came from; columns: where they went.
+  std::vector<std::pair<std::string, alignment>> columns{{"from \\ to", alignment::left}};
+  for (const std::int32_t destination : ends)
+    columns.emplace_back(device_label(destination), alignment::right);
+  text_table table{columns};
+  for (const std::int32_t source : ends) {
+    std::vector<std::string> row{device_label(source)};
+    for (const std::int32_t destination : ends) {
+      const auto it = copies.cells.find({source, destination});
+      row.push_back(bytes_cell(it == copies.cells.end() ? 0 : it->second.bytes));
+    }
+    table.add_row(std::move(row));
+  }
+  table.append_to(out);
+}
 
-struct open_region {
-  std::int64_t begin_ns;
-  std::size_t region;  // index into regions_
-};
+void append_objects(std::string& out, const model& run) {
+  std::vector<const profile::data_object_totals*> moved;
+  for (const auto& [id, totals] : run.objects())
+    if (totals.moved() != 0) moved.push_back(&totals);
+  if (moved.empty()) return;
+  append_heading(out, "Data objects");
+  text_table table{{"HtoD", alignment::right}, {"DtoH", alignment::right},
+                   {"DtoD", alignment::right}, {"HtoH", alignment::right},
+                   {"PtoP", alignment::right}, {"memset", alignment::right},
+                   {"object", alignment::left}};
+  for (const profile::data_object_totals* object :
+       top(moved, [](const profile::data_object_totals* a, const profile::data_object_totals* b) {
+         return a->moved() != b->moved() ? a->moved() > b->moved() : a->id < b->id;
+       })) {
+    const auto copied = [&](copy_kind kind) {
+      return bytes_cell(object->copied[profile::index_of(kind)]);
+    };
+    std::string name = shown_name(object->name);
+    if (object->automatic) name += " (auto)";
+    table.add_row({copied(copy_kind::host_to_device), copied(copy_kind::device_to_host),
+                   copied(copy_kind::device_to_device), copied(copy_kind::host_to_host),
+                   copied(copy_kind::peer_to_peer), bytes_cell(object->memsets.bytes),
+                   std::move(name)});
+  }
+  table.append_to(out);
+  append_not_shown(out, moved.size(), "data object");
+}
 
-class summary_backend final : public runtime::backend {
+void append_memory(std::string& out, const model& run) {
+  if (run.memory().empty()) return;
+  append_heading(out, "Memory");
+  text_table table{{"device", alignment::left},       {"memory", alignment::left},
+                   {"allocations", alignment::right}, {"allocated", alignment::right},
+                   {"releases", alignment::right},    {"peak live", alignment::right}};
+  for (const auto& [key, totals] : run.memory())
+    table.add_row({device_label(key.first), std::string{runtime::to_string(key.second)},
+                   fmt::format("{}", totals.allocations), bytes_text(totals.bytes_allocated),
+                   fmt::format("{}", totals.releases), bytes_text(totals.peak)});
+  table.append_to(out);
+}
+
+void append_regions(std::string& out, const model& run) {
+  const std::vector<model::region_row> regions = run.regions_by_name();
+  if (regions.empty()) return;
+  std::vector<const model::region_row*> all;
+  for (const model::region_row& region : regions) all.push_back(&region);
+  append_heading(out, "Host regions");
+  text_table table{
+      {"calls", alignment::right}, {"total ms", alignment::right}, {"region", alignment::left}};
+  const auto label = [](const model::region_row& region) {
+    std::string text = shown_name(region.name);
+    if (!region.domain.empty()) text += fmt::format(" [{}]", shown_name(region.domain, 40));
+    return text;
+  };
+  for (const model::region_row* region :
+       top(all, [&](const model::region_row* a, const model::region_row* b) {
+         return a->inclusive_ns != b->inclusive_ns ? a->inclusive_ns > b->inclusive_ns
+                                                   : label(*a) < label(*b);
+       }))
+    table.add_row({fmt::format("{}", region->calls), milliseconds_text(region->inclusive_ns),
+                   label(*region)});
+  table.append_to(out);
+  append_not_shown(out, all.size(), "region");
+}
+
+void append_unrecorded_api(std::string& out, const model& run) {
+  std::vector<const profile::unrecorded_api_calls*> all;
+  for (const profile::unrecorded_api_calls& calls : run.unrecorded_api())
+    if (calls.calls != 0) all.push_back(&calls);
+  if (all.empty()) return;
+  append_heading(out, "API calls counted, not recorded");
+  text_table table{{"calls", alignment::right}, {"collector", alignment::left},
+                   {"call", alignment::left}};
+  for (const profile::unrecorded_api_calls* calls :
+       top(all, [](const profile::unrecorded_api_calls* a, const profile::unrecorded_api_calls* b) {
+         if (a->calls != b->calls) return a->calls > b->calls;
+         return std::tie(a->collector, a->api) < std::tie(b->collector, b->api);
+       }))
+    table.add_row({fmt::format("{}", calls->calls), shown_name(calls->collector, 40),
+                   shown_name(calls->api)});
+  table.append_to(out);
+  append_not_shown(out, all.size(), "call");
+}
+
+void append_losses(std::string& out, const model& run) {
+  if (run.losses().empty()) return;
+  out += "\nLosses: ";
+  for (std::size_t i = 0; i < run.losses().size(); ++i) {
+    if (i != 0) out += ", ";
+    out += run.losses()[i];
+  }
+  out += '\n';
+}
+
+std::string summary_text(const model& run) {
+  std::string out = fmt::format("ferret summary: {} (pid {}), {} s, {}\n",
+                                shown_name(run.session().executable), run.session().pid,
+                                profile::seconds_text(run.end_ns()),
+                                plural(run.gpu_operations(), "GPU operation"));
+  if (run.gpu_operations() != 0)
+    out +=
+        "metrics (HPCToolkit's names): GKER kernel time, GXCOPY copy time and bytes, GMSET "
+        "bytes set, GMEM bytes allocated, GSYNC synchronization time\n";
+  append_contexts(out, run);
+  append_kernels(out, run);
+  append_copies(out, run);
+  append_copy_matrix(out, run);
+  append_objects(out, run);
+  append_memory(out, run);
+  append_regions(out, run);
+  append_unrecorded_api(out, run);
+  append_losses(out, run);
+  return out;
+}
+
+class summary_backend final : public profile::profile_backend {
  public:
-  summary_backend(const session_info& session, int fd)
-      : executable_(session.executable),
-        pid_(session.pid),
-        start_ns_(session.start_monotonic_raw_ns),
-        fd_(fd) {}
-
-  void thread_records(const thread_info& thread, const record* records,
-                      std::size_t count) override {
-    if (finished_) return;
-    std::vector<open_region>& stack = stacks_[thread.tid];
-    for (std::size_t i = 0; i < count; ++i) {
-      const record& r = records[i];
-      if (r.name == nullptr) continue;
-      latest_ns_ = std::max(latest_ns_, r.time_ns);
-      if (r.kind == record_kind::region_begin)
-        stack.push_back(open_region{r.time_ns, region_of(r.name)});
-      else if (r.kind == record_kind::region_end)
-        end_region(stack, region_of(r.name), r.time_ns);
-    }
-  }
-
-  void data_object(const runtime::data_object_event& event) override {
-    if (!finished_) latest_ns_ = std::max(latest_ns_, event.time_ns);
-  }
-
-  void gpu_device(const runtime::gpu_device_info& device) override {
-    if (!finished_) devices_.insert(device.id);
-  }
-
-  void gpu_activities(const gpu_activity* activities, std::size_t count) override {
-    if (finished_) return;
-    std::vector<const gpu_activity*> memory_changes;
-    for (std::size_t i = 0; i < count; ++i) {
-      const gpu_activity& activity = activities[i];
-      ++operations_;
-      switch (activity.operation) {
-        case gpu_operation::kernel:
-          add_kernel(activity);
-          break;
-        case gpu_operation::memcpy:
-          add_copy(activity);
-          break;
-        case gpu_operation::memset:
-          add_memset(activity);
-          break;
-        case gpu_operation::allocation:
-        case gpu_operation::release:
-          memory_changes.push_back(&activity);
-          break;
-        case gpu_operation::synchronization:
-          context_of(activity.launch).sync_ns += duration(activity);
-          break;
-      }
-    }
-    // Activities of a drain come in no particular order; the live bytes (and
-    // so the peak) need them in time order, a release before an allocation
-    // at the same instant so that reusing memory does not count twice.
-    std::sort(memory_changes.begin(), memory_changes.end(),
-              [](const gpu_activity* a, const gpu_activity* b) {
-                if (a->start_ns != b->start_ns) return a->start_ns < b->start_ns;
-                return a->operation == gpu_operation::release &&
-                       b->operation != gpu_operation::release;
-              });
-    for (const gpu_activity* change : memory_changes) {
-      if (change->operation == gpu_operation::allocation)
-        add_allocation(*change);
-      else
-        add_release(*change);
-    }
-  }
-
-  void flush(const session_status& status) override {
-    if (finished_ || !status.final) return;
-    finished_ = true;
-    for (auto& [tid, stack] : stacks_)
-      while (!stack.empty()) close_top(stack, latest_ns_);
-    const std::string report = build_report(status);
-    write_all(report);
-  }
-
-  void abandon() noexcept override {
-    finished_ = true;  // the parent reports; the child must stay silent
-  }
+  summary_backend(const runtime::session_info& session, int fd)
+      : profile_backend(session), fd_(fd) {}
 
   std::string describe() const override { return "summary: printed on stderr"; }
 
  private:
-  static std::int64_t duration(const gpu_activity& activity) noexcept {
-    return std::max<std::int64_t>(activity.end_ns - activity.start_ns, 0);
-  }
-
-  // --- host regions -----------------------------------------------------------
-
-  // One total per region text and domain: begin("x") and end("x") in
-  // different translation units may come with different name records.
-  std::size_t region_of(const name_info* name) {
-    if (name->id >= region_of_name_.size())
-      region_of_name_.resize(std::size_t{name->id} + 1, {nullptr, 0});
-    auto& [source, region] = region_of_name_[name->id];
-    if (source == name) return region;
-    const auto [it, inserted] =
-        region_index_.try_emplace(std::make_pair(name->domain, name->name), regions_.size());
-    if (inserted) {
-      std::string label =
-          name->domain.empty() ? name->name : fmt::format("{} [{}]", name->name, name->domain);
-      regions_.push_back(region_totals{std::move(label)});
-    }
-    source = name;
-    region = it->second;
-    return region;
-  }
-
-  // An end closes the innermost open region of its name, and the regions
-  // opened inside it that did not end (so that times still nest); an end
-  // without a matching begin is ignored.
-  void end_region(std::vector<open_region>& stack, std::size_t region, std::int64_t end_ns) {
-    std::size_t match = stack.size();
-    while (match > 0 && stack[match - 1].region != region) --match;
-    if (match == 0) return;
-    while (stack.size() >= match) close_top(stack, end_ns);
-  }
-
-  // Inclusive time counts once for recursive regions: only the outermost
-  // open instance of a region adds its time.
-  void close_top(std::vector<open_region>& stack, std::int64_t end_ns) {
-    const open_region closed = stack.back();
-    stack.pop_back();
-    region_totals& totals = regions_[closed.region];
-    ++totals.calls;
-    const bool nested_in_itself =
-        std::any_of(stack.begin(), stack.end(),
-                    [&](const open_region& open) { return open.region == closed.region; });
-    if (!nested_in_itself)
-      totals.inclusive_ns += std::max<std::int64_t>(end_ns - closed.begin_ns, 0);
-  }
-
-  // --- GPU activity -----------------------------------------------------------
-
-  // Contexts with the same path (a kernel launch and a copy under the same
-  // regions differ only in their API-call leaf) share one row.
-  context_totals& context_of(const gpu_launch& launch) {
-    if (launch.tid == 0) {
-      if (!without_launch_) {
-        without_launch_ = contexts_.size();
-        contexts_.push_back(context_totals{"(launch not seen)"});
-      }
-      return contexts_[*without_launch_];
-    }
-    const auto [node, new_node] = context_of_node_.try_emplace(launch.context, 0);
-    if (new_node) {
-      std::string path = runtime::context_path(launch.context);
-      const auto [entry, new_path] = context_of_path_.try_emplace(path, contexts_.size());
-      if (new_path) contexts_.push_back(context_totals{path.empty() ? "(no region)" : path});
-      node->second = entry->second;
-    }
-    return contexts_[node->second];
-  }
-
-  // The object's totals, or nullptr when the operation names none. The
-  // pointer is valid for this call only: the name is copied now.
-  object_totals* object_of(std::uint64_t id, const data_object_info* info) {
-    if (info != nullptr) id = info->id;
-    if (id == 0) return nullptr;
-    object_totals& totals = objects_[id];
-    totals.id = id;
-    if (!totals.named && info != nullptr) {
-      totals.name = info->allocated_in != nullptr ? info->name + " (auto)" : info->name;
-      totals.named = true;
-    } else if (!totals.named) {
-      totals.name = fmt::format("data object {}", id);
-    }
-    return &totals;
-  }
-
-  void add_kernel(const gpu_activity& kernel) {
-    const std::int64_t ns = duration(kernel);
-    context_totals& context = context_of(kernel.launch);
-    context.kernel_ns += ns;
-    ++context.kernels;
-    const auto [entry, inserted] = kernels_.try_emplace(kernel.name != nullptr ? kernel.name : "");
-    kernel_totals& totals = entry->second;
-    if (inserted) totals.mangled_name = entry->first;
-    ++totals.calls;
-    totals.total_ns += ns;
-    if (kernel.kernel.occupancy >= 0.0) {
-      totals.occupancy_sum += kernel.kernel.occupancy;
-      ++totals.occupancy_launches;
-    }
-    totals.registers = std::max(totals.registers, kernel.kernel.registers_per_thread);
-  }
-
-  void add_copy(const gpu_activity& copy) {
-    const std::int64_t ns = duration(copy);
-    context_totals& context = context_of(copy.launch);
-    context.copy_ns += ns;
-    context.copy_bytes += copy.bytes;
-    const std::size_t kind = index_of(copy.copy);
-    copy_totals& totals = copies_[kind];
-    ++totals.count;
-    totals.bytes += copy.bytes;
-    totals.ns += ns;
-    const std::int64_t source = std::max(copy.source_device, -1);  // any negative is the host
-    const std::int64_t destination = std::max(copy.destination_device, -1);
-    copied_between_[{source, destination}] += copy.bytes;
-    object_totals* source_object = object_of(copy.source_object_id, copy.source_object);
-    object_totals* destination_object =
-        object_of(copy.destination_object_id, copy.destination_object);
-    if (source_object != nullptr) source_object->copied[kind] += copy.bytes;
-    if (destination_object != nullptr && destination_object != source_object)
-      destination_object->copied[kind] += copy.bytes;
-  }
-
-  void add_memset(const gpu_activity& memset) {
-    context_of(memset.launch).memset_bytes += memset.bytes;
-    if (object_totals* object = object_of(memset.destination_object_id, memset.destination_object))
-      object->memset_bytes += memset.bytes;
-  }
-
-  void add_allocation(const gpu_activity& allocation) {
-    memory_totals& totals = memory_[{allocation.device, allocation.memory}];
-    ++totals.allocations;
-    totals.bytes_allocated += allocation.bytes;
-    totals.live += allocation.bytes;
-    totals.peak = std::max(totals.peak, totals.live);
-    live_allocations_[{allocation.device, allocation.address}] =
-        live_allocation{allocation.memory, allocation.bytes};
-  }
-
-  // A release counts against its allocation's memory kind, and takes its size
-  // from the allocation when it carries none.
-  void add_release(const gpu_activity& release) {
-    memory_kind memory = release.memory;
-    std::uint64_t bytes = release.bytes;
-    if (const auto it = live_allocations_.find({release.device, release.address});
-        it != live_allocations_.end()) {
-      memory = it->second.memory;
-      if (bytes == 0) bytes = it->second.bytes;
-      live_allocations_.erase(it);
-    }
-    memory_totals& totals = memory_[{release.device, memory}];
-    ++totals.releases;
-    totals.live -= std::min(totals.live, bytes);
-  }
-
-  // --- the report -------------------------------------------------------------
-
-  std::string build_report(const session_status& status) const {
-    timespec now{};
-    clock_gettime(CLOCK_MONOTONIC_RAW, &now);
-    const std::int64_t now_ns = std::int64_t{now.tv_sec} * 1'000'000'000 + now.tv_nsec;
-    std::string out = fmt::format("ferret summary: {} (pid {}), {:.3f} s, {}\n", executable_, pid_,
-                                  static_cast<double>(now_ns - start_ns_) / 1e9,
-                                  plural(operations_, "GPU operation"));
-    if (operations_ != 0)
-      out +=
-          "metrics (HPCToolkit's names): GKER kernel time, GXCOPY copy time and bytes, GMSET "
-          "bytes set, GMEM allocations, GSYNC synchronization time\n";
-    append_contexts(out);
-    append_kernels(out);
-    append_copies(out);
-    append_copy_matrix(out);
-    append_objects(out);
-    append_memory(out);
-    append_regions(out);
-    append_losses(out, status);
-    return out;
-  }
-
-  void append_contexts(std::string& out) const {
-    std::vector<const context_totals*> shown;
-    for (const context_totals& context : contexts_)
-      if (context.kernels != 0 || context.copy_ns != 0 || context.copy_bytes != 0 ||
-          context.memset_bytes != 0 || context.sync_ns != 0)
-        shown.push_back(&context);
-    if (shown.empty()) return;
-    append_heading(out, "GPU time by calling context");
-    text_table table{{"GKER ms", alignment::right},     {"kernels", alignment::right},
-                     {"GXCOPY ms", alignment::right},   {"GXCOPY bytes", alignment::right},
-                     {"GMSET bytes", alignment::right}, {"GSYNC ms", alignment::right},
-                     {"context", alignment::left}};
-    for (const context_totals* context :
-         top(shown, [](const context_totals*a, const context_totals*b) {
-           const std::int64_t a_ns = a->kernel_ns + a->copy_ns;
-           const std::int64_t b_ns = b->kernel_ns + b->copy_ns;
-           return a_ns != b_ns ? a_ns > b_ns : a->label < b->label;
-         }))
-      table.add_row({milliseconds(context->kernel_ns), fmt::format("{}", context->kernels),
-                     milliseconds(context->copy_ns), bytes_cell(context->copy_bytes),
-                     bytes_cell(context->memset_bytes), milliseconds(context->sync_ns),
-                     context->label});
-    table.append_to(out);
-    append_not_shown(out, shown.size(), "context");
-  }
-
-  void append_kernels(std::string& out) const {
-    if (kernels_.empty()) return;
-    std::vector<const kernel_totals*> all;
-    for (const auto& [name, totals] : kernels_) all.push_back(&totals);
-    append_heading(out, "Kernels");
-    text_table table{{"calls", alignment::right},     {"total ms", alignment::right},
-                     {"mean µs", alignment::right},   {"occupancy", alignment::right},
-                     {"registers", alignment::right}, {"kernel", alignment::left}};
-    for (const kernel_totals* kernel : top(all, [](const kernel_totals*a, const kernel_totals*b) {
-           return a->total_ns != b->total_ns ? a->total_ns > b->total_ns
-                                             : a->mangled_name < b->mangled_name;
-         })) {
-      const std::string occupancy =
-          kernel->occupancy_launches == 0
-              ? std::string{"-"}
-              : fmt::format("{:.1f}%", 100.0 * kernel->occupancy_sum /
-                                           static_cast<double>(kernel->occupancy_launches));
-      const std::string name =
-          kernel->mangled_name.empty()
-              ? std::string{"(unnamed kernel)"}
-              : truncated(runtime::demangled_kernel_name(kernel->mangled_name.c_str()), longest_kernel_name);
-      table.add_row({fmt::format("{}", kernel->calls), milliseconds(kernel->total_ns),
-                     fmt::format("{:.3f}", static_cast<double>(kernel->total_ns) / 1e3 /
-                                               static_cast<double>(kernel->calls)),
-                     occupancy, fmt::format("{}", kernel->registers), name});
-    }
-    table.append_to(out);
-    append_not_shown(out, all.size(), "kernel");
-  }
-
-  void append_copies(std::string& out) const {
-    text_table table{{"direction", alignment::left},
-                     {"count", alignment::right},
-                     {"bytes", alignment::right},
-                     {"total ms", alignment::right},
-                     {"mean GB/s", alignment::right}};
-    bool any = false;
-    for (const copy_kind kind : listed_copy_kinds) {
-      const copy_totals& totals = copies_[index_of(kind)];
-      if (totals.count == 0) continue;
-      any = true;
-      // Bytes per nanosecond are GB/s.
-      const std::string rate = totals.ns == 0
-                                   ? std::string{"-"}
-                                   : fmt::format("{:.2f}", static_cast<double>(totals.bytes) /
-                                                               static_cast<double>(totals.ns));
-      table.add_row({std::string{runtime::to_string(kind)}, fmt::format("{}", totals.count),
-                     human_bytes(totals.bytes), milliseconds(totals.ns), rate});
-    }
-    if (!any) return;
-    append_heading(out, "Copies");
-    table.append_to(out);
-  }
-
-  void append_copy_matrix(std::string& out) const {
-    if (copied_between_.empty()) return;
-    std::set<std::int64_t> ends{-1};  // the host first, then the GPUs in order
-    for (const std::uint32_t device : devices_) ends.insert(device);
-    for (const auto& [between, bytes] : copied_between_) {
-      ends.insert(between.first);
-      ends.insert(between.second);
-    }
-    append_heading(out, "Device-to-device bytes");
-    // Rows: where the bytes came from; columns: where they went.
-    std::vector<std::pair<std::string, alignment>> columns{{"from \\ to", alignment::left}};
-    for (const std::int64_t destination : ends)
-      columns.emplace_back(device_label(destination), alignment::right);
-    text_table table{columns};
-    for (const std::int64_t source : ends) {
-      std::vector<std::string> row{device_label(source)};
-      for (const std::int64_t destination : ends) {
-        const auto it = copied_between_.find({source, destination});
-        row.push_back(bytes_cell(it == copied_between_.end() ? 0 : it->second));
-      }
-      table.add_row(std::move(row));
-    }
-    table.append_to(out);
-  }
-
-  void append_objects(std::string& out) const {
-    std::vector<const object_totals*> moved;
-    for (const auto& [id, totals] : objects_)
-      if (totals.moved() != 0) moved.push_back(&totals);
-    if (moved.empty()) return;
-    append_heading(out, "Data objects");
-    text_table table{{"HtoD", alignment::right}, {"DtoH", alignment::right},
-                     {"DtoD", alignment::right}, {"HtoH", alignment::right},
-                     {"PtoP", alignment::right}, {"memset", alignment::right},
-                     {"object", alignment::left}};
-    for (const object_totals* object : top(moved, [](const object_totals*a, const object_totals*b) {
-           return a->moved() != b->moved() ? a->moved() > b->moved() : a->id < b->id;
-         })) {
-      const auto copied = [&](copy_kind kind) {
-        return bytes_cell(object->copied[index_of(kind)]);
-      };
-      table.add_row({copied(copy_kind::host_to_device), copied(copy_kind::device_to_host),
-                     copied(copy_kind::device_to_device), copied(copy_kind::host_to_host),
-                     copied(copy_kind::peer_to_peer), bytes_cell(object->memset_bytes),
-                     object->name});
-    }
-    table.append_to(out);
-    append_not_shown(out, moved.size(), "data object");
-  }
-
-  void append_memory(std::string& out) const {
-    if (memory_.empty()) return;
-    append_heading(out, "Memory");
-    text_table table{{"device", alignment::left},       {"memory", alignment::left},
-                     {"allocations", alignment::right}, {"allocated", alignment::right},
-                     {"releases", alignment::right},    {"peak live", alignment::right}};
-    for (const auto& [key, totals] : memory_)
-      table.add_row({device_label(key.first), std::string{runtime::to_string(key.second)},
-                     fmt::format("{}", totals.allocations), human_bytes(totals.bytes_allocated),
-                     fmt::format("{}", totals.releases), human_bytes(totals.peak)});
-    table.append_to(out);
-  }
-
-  void append_regions(std::string& out) const {
-    std::vector<const region_totals*> closed;
-    for (const region_totals& region : regions_)
-      if (region.calls != 0) closed.push_back(&region);
-    if (closed.empty()) return;
-    append_heading(out, "Host regions");
-    text_table table{
-        {"calls", alignment::right}, {"total ms", alignment::right}, {"region", alignment::left}};
-    for (const region_totals* region :
-         top(closed, [](const region_totals*a, const region_totals*b) {
-           return a->inclusive_ns != b->inclusive_ns ? a->inclusive_ns > b->inclusive_ns
-                                                     : a->label < b->label;
-         }))
-      table.add_row(
-          {fmt::format("{}", region->calls), milliseconds(region->inclusive_ns), region->label});
-    table.append_to(out);
-    append_not_shown(out, closed.size(), "region");
-  }
-
-  // Losses as the runtime reports them at exit: the dropped events (their
-  // "events-dropped-*" breakdown is left out), then collectors' losses and
-  // GPU work whose launch was not seen.
-  static void append_losses(std::string& out, const session_status& status) {
-    std::vector<std::string> losses;
-    if (status.events_dropped != 0)
-      losses.push_back(fmt::format("{} events dropped", status.events_dropped));
-    if (status.runtime_metadata != nullptr) {
-      for (const auto& [key, value] : *status.runtime_metadata) {
-        if (key.rfind("events-dropped", 0) == 0) continue;
-        if (key.find("dropped") == std::string::npos &&
-            key.find("without-launch") == std::string::npos)
-          continue;
-        if (const auto* count = std::get_if<std::int64_t>(&value); count != nullptr && *count != 0)
-          losses.push_back(fmt::format("{} {}", *count, key));
-        else if (const auto* number = std::get_if<double>(&value);
-                 number != nullptr && *number != 0.0)
-          losses.push_back(fmt::format("{:g} {}", *number, key));
-      }
-    }
-    if (losses.empty()) return;
-    out += "\nLosses: ";
-    for (std::size_t i = 0; i < losses.size(); ++i) {
-      if (i != 0) out += ", ";
-      out += losses[i];
-    }
-    out += '\n';
-  }
+  void write(const profile::profile_model& run) override { write_all(summary_text(run)); }
 
   // One write(2) for the whole report unless the pipe takes it in parts, so
   // that it is not interleaved with the application's output.
@@ -721,31 +356,7 @@ class summary_backend final : public runtime::backend {
     }
   }
 
-  std::string executable_;
-  std::uint32_t pid_;
-  std::int64_t start_ns_;
   int fd_;
-  bool finished_ = false;
-  std::int64_t latest_ns_ = 0;  // latest host time seen: where open regions end
-  std::uint64_t operations_ = 0;
-
-  std::unordered_map<std::uint64_t, std::vector<open_region>> stacks_;       // by tid
-  std::vector<std::pair<const name_info*, std::size_t>> region_of_name_;     // by name_info::id
-  std::map<std::pair<std::string, std::string>, std::size_t> region_index_;  // (domain, name)
-  std::vector<region_totals> regions_;
-
-  std::vector<context_totals> contexts_;
-  std::unordered_map<const runtime::context_node*, std::size_t> context_of_node_;
-  std::unordered_map<std::string, std::size_t> context_of_path_;
-  std::optional<std::size_t> without_launch_;
-
-  std::unordered_map<std::string, kernel_totals> kernels_;  // by mangled name
-  std::array<copy_totals, copy_kinds> copies_{};
-  std::map<std::pair<std::int64_t, std::int64_t>, std::uint64_t> copied_between_;
-  std::set<std::uint32_t> devices_;
-  std::unordered_map<std::uint64_t, object_totals> objects_;  // by data object id
-  std::map<std::pair<std::uint32_t, memory_kind>, memory_totals> memory_;
-  std::map<std::pair<std::uint32_t, std::uintptr_t>, live_allocation> live_allocations_;
 };
 
 }  // namespace

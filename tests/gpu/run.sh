@@ -30,7 +30,7 @@ if [[ ! -x $build/bin/gpu_trace_test ]]; then
   [[ -f $root/benchmarks/cuda/CMakeLists.txt ]] && benchmarks=ON
   if ! { cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DFERRET_CUDA=ON \
            -DFERRET_BUILD_TESTS=ON -DFERRET_BUILD_BENCHMARKS=$benchmarks &&
-         cmake --build "$build" --target gpu_trace_test cuda-streams; } > "$work/build.log" 2>&1; then
+         cmake --build "$build" --target gpu_trace_test cuda-streams ferret_report; } > "$work/build.log" 2>&1; then
     tail -n 30 "$work/build.log"
     note "the build failed (log above)"
     [[ -n ${OUT:-} ]] && cp "$work/build.log" "$OUT/build.log"
@@ -103,6 +103,15 @@ if [[ -f $root/benchmarks/cuda/run.sh && -z ${FERRET_GPU_TEST_CASES:-} ]]; then
   benchmark_status=${PIPESTATUS[0]}
 fi
 
+# The CUDA example's HTML report (FERRET_BACKEND=report), for the README's screenshots.
+if [[ -z ${FERRET_GPU_TEST_CASES:-} ]]; then
+  if bash "$root/tests/gpu/report_example.sh" "$build" "$work/report" > "$work/report.log" 2>&1; then
+    note "$(tail -n 1 "$work/report.log")"
+  else
+    note "the CUDA example's report failed (report.log)"
+  fi
+fi
+
 case $test_status in
   0) tests=passed ;;
   77) tests=skipped ;;
@@ -126,6 +135,8 @@ if [[ -n ${OUT:-} ]]; then
   cp "$work/summary.md" "$work/gpu_trace_test.log" "$OUT/"
   [[ -f $work/build.log ]] && cp "$work/build.log" "$OUT/"
   [[ -f $work/benchmark.log ]] && cp "$work/benchmark.log" "$OUT/"
+  [[ -f $work/report.log ]] && cp "$work/report.log" "$OUT/"
+  [[ -d $work/report ]] && cp -r "$work/report" "$OUT/report"
   tar -czf "$OUT/traces.tar.gz" -C "$work" traces
 fi
 [[ $test_status == 0 || $test_status == 77 ]] && [[ $benchmark_status == none || $benchmark_status == 0 ]]

@@ -403,11 +403,14 @@ class cuda_collector final : public runtime::collector {
   std::vector<std::atomic<const detail::site*>> driver_sites_ =
       std::vector<std::atomic<const detail::site*>>(CUPTI_DRIVER_TRACE_CBID_SIZE);
 
-  // Data objects of copies and memsets, by correlation id, until the record comes.
+  // Data objects of copies and memsets, by correlation id, until the record
+  // comes; with the addresses the call named, for where in the object it fell.
   struct objects_of_call {
     std::uint64_t source;
     std::uint64_t destination;
     std::uint64_t cycle;
+    std::uintptr_t source_address;
+    std::uintptr_t destination_address;
   };
   std::mutex calls_mutex_;
   std::unordered_map<std::uint32_t, objects_of_call> objects_by_call_;
@@ -551,7 +554,9 @@ void cuda_collector::on_api(CUpti_CallbackDomain domain, CUpti_CallbackId id,
           addresses.source != nullptr ? runtime::find_data_object_id(addresses.source) : 0;
       if (destination != 0 || source != 0) {
         std::lock_guard lock{calls_mutex_};
-        objects_by_call_[call.correlationId] = {source, destination, cycle_};
+        objects_by_call_[call.correlationId] = {
+            source, destination, cycle_, reinterpret_cast<std::uintptr_t>(addresses.source),
+            reinterpret_cast<std::uintptr_t>(addresses.destination)};
       }
     }
     return;
@@ -739,6 +744,8 @@ void cuda_collector::collect(std::vector<gpu_activity>& activities,
     if (it == objects_by_call_.end()) continue;
     activity.source_object_id = it->second.source;
     activity.destination_object_id = it->second.destination;
+    activity.source_address = it->second.source_address;
+    activity.destination_address = it->second.destination_address;
   }
   // Calls whose records are in: a few drains later nothing refers to them.
   for (auto it = objects_by_call_.begin(); it != objects_by_call_.end();)

@@ -762,6 +762,8 @@ void openmp_collector::data_op_ended(ompt_target_data_op_t optype, const open_re
   if (activity.operation == runtime::gpu_operation::memcpy) {
     activity.source_object_id = runtime::find_data_object_id(source);
     activity.destination_object_id = runtime::find_data_object_id(destination);
+    activity.source_address = reinterpret_cast<std::uintptr_t>(source);
+    activity.destination_address = reinterpret_cast<std::uintptr_t>(destination);
   } else if (activity.operation == runtime::gpu_operation::allocation && forwarded &&
              destination != nullptr && bytes > 0) {
     // The runtime's device copy of mapped data: an anonymous data object

@@ -209,6 +209,11 @@ struct gpu_activity {
   std::uint64_t destination_object_id;
   const data_object_info* source_object;
   const data_object_info* destination_object;
+  // Copies and memsets: the first byte read and written, as the launching
+  // call named them (0: not known), so that a backend can tell which part of
+  // a data object an operation touched.
+  std::uintptr_t source_address;
+  std::uintptr_t destination_address;
 };
 
 /// Everything a factory needs to create a backend.

@@ -1,0 +1,97 @@
+// The report backend. See report_backend.hpp.
+#include "report_backend.hpp"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <string_view>
+
+#include "ferret/runtime/runtime.hpp"
+#include "profile_backend.hpp"
+#include "report_data.hpp"
+#include "report_page.hpp"
+
+namespace ferret::report {
+namespace {
+
+// The directory a file would be created in.
+std::string directory_of(const std::string& path) {
+  const std::size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// Writes `text` to `path` through `path`.part; 0 or the errno of the failure
+// (the partial file is removed then).
+int write_file(const std::string& path, std::string_view text) {
+  const std::string part = path + ".part";
+  int fd = -1;
+  do {
+    fd = ::open(part.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0) return errno;
+  int failure = 0;
+  while (!text.empty()) {
+    const ssize_t written = ::write(fd, text.data(), text.size());
+    if (written < 0) {
+      if (errno == EINTR) continue;
+      failure = errno;
+      break;
+    }
+    text.remove_prefix(static_cast<std::size_t>(written));
+  }
+  if (::close(fd) != 0 && failure == 0) failure = errno;
+  if (failure == 0 && std::rename(part.c_str(), path.c_str()) != 0) failure = errno;
+  if (failure != 0) ::unlink(part.c_str());
+  return failure;
+}
+
+class report_backend final : public profile::profile_backend {
+ public:
+  report_backend(const runtime::session_info& session, std::string path)
+      : profile_backend(session), path_(std::move(path)) {}
+
+  std::string describe() const override {
+    return written_ ? fmt::format("report: {}", path_)
+                    : fmt::format("report: not written ({})", path_);
+  }
+
+ private:
+  void write(const profile::profile_model& model) override {
+    const std::string page = report_page(report_data(model));
+    if (const int failure = write_file(path_, page); failure != 0)
+      runtime::print_message(
+          fmt::format("cannot write the report to '{}': {}", path_, std::strerror(failure)));
+    else
+      written_ = true;
+  }
+
+  std::string path_;
+  bool written_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<runtime::backend> make_backend(const runtime::backend_context& context,
+                                               std::string& error) {
+  if (context.session == nullptr) {
+    error = fmt::format("cannot write the report to '{}': no session", context.output);
+    return nullptr;
+  }
+  std::string path = runtime::output_file(context, ".html");
+  // Written only at exit: say now, not then, when it cannot be.
+  if (::access(directory_of(path).c_str(), W_OK | X_OK) != 0) {
+    error = fmt::format("cannot write the report to '{}': {}", path, std::strerror(errno));
+    return nullptr;
+  }
+  return std::make_unique<report_backend>(*context.session, std::move(path));
+}
+
+FERRET_REGISTER_BACKEND("report", "one self-contained HTML report at exit (<output>.html)",
+                        make_backend);
+
+}  // namespace ferret::report

@@ -1,0 +1,42 @@
+// The data of a report page: a run's profile_model as one JSON document,
+// which the page (page/report.js) renders. Aggregates only, never events,
+// and at most `limits` rows of the kinds that can grow with a program's
+// size, so that the page stays small for any run; what was left out is
+// counted in the document.
+//
+// Layout (version 1), top level:
+//   run            executable, pid, host, command line, start (Unix ns, as a
+//                  string), duration_ns, clock, ferret version, GPU operations
+//   gpu_metrics    the names of the entries of every "gpu" array below
+//   contexts       the calling-context tree, parents before children: parent
+//                  index, name, domain, file, line, api_call, synthetic,
+//                  calls, inclusive_ns, exclusive_ns, gpu (exclusive)
+//   paths          GPU work per region path, as the summary lists it
+//   regions        host regions by name: name, domain, calls, inclusive_ns
+//   devices        per GPU: properties, copies and memsets by direction,
+//                  kernels, live memory and stream busy time per time bucket
+//   kernels, copies  all devices together, as the summary lists them
+//   ends, traffic  the host and the GPUs; per matrix (from, to, bytes, operations)
+//   objects        data objects: identity, lifetime, bytes by kind, flows,
+//                  heat over the address range
+//   context_objects, context_traffic  per context: bytes per object and per pair of ends
+//   memory, losses, unrecorded_api, metadata, limits
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "profile_model.hpp"
+
+namespace ferret::report {
+
+struct limits {
+  std::size_t contexts = 10'000;
+  std::size_t objects = 5'000;
+  std::size_t kernels_per_device = 1'000;
+};
+
+/// The JSON document, safe to place inside <script type="application/json">.
+std::string report_data(const profile::profile_model& model, const limits& bounds = {});
+
+}  // namespace ferret::report

@@ -1,0 +1,633 @@
+// The profile of a run. See profile_model.hpp.
+#include "profile_model.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <variant>
+
+namespace ferret::profile {
+
+using runtime::gpu_activity;
+using runtime::gpu_operation;
+
+std::size_t index_of(copy_kind kind) noexcept {
+  const auto index = static_cast<std::size_t>(kind);
+  return index < copy_kinds ? index : 0;
+}
+
+bool is_api_domain(std::string_view domain) noexcept {
+  return domain == "cuda" || domain == "level_zero";
+}
+
+void gpu_metrics::add(const gpu_metrics& other) noexcept {
+  kernel_ns += other.kernel_ns;
+  kernels += other.kernels;
+  copy_ns += other.copy_ns;
+  copies += other.copies;
+  copy_bytes += other.copy_bytes;
+  memset_ns += other.memset_ns;
+  memsets += other.memsets;
+  memset_bytes += other.memset_bytes;
+  allocations += other.allocations;
+  allocated_bytes += other.allocated_bytes;
+  sync_ns += other.sync_ns;
+  syncs += other.syncs;
+}
+
+bool gpu_metrics::empty() const noexcept {
+  return kernels == 0 && copies == 0 && memsets == 0 && allocations == 0 && syncs == 0;
+}
+
+void kernel_totals::merge(const kernel_totals& other) noexcept {
+  min_ns = calls == 0 ? other.min_ns : std::min(min_ns, other.min_ns);
+  max_ns = std::max(max_ns, other.max_ns);
+  calls += other.calls;
+  total_ns += other.total_ns;
+  occupancy_ppm_sum += other.occupancy_ppm_sum;
+  occupancy_launches += other.occupancy_launches;
+  registers = std::max(registers, other.registers);
+  shared_memory_per_block = std::max(shared_memory_per_block, other.shared_memory_per_block);
+}
+
+std::uint64_t data_object_totals::moved() const noexcept {
+  std::uint64_t total = memsets.bytes;
+  for (const std::uint64_t kind_bytes : copied) total += kind_bytes;
+  return total;
+}
+
+std::vector<unrecorded_api_calls> find_unrecorded_api_calls(
+    const runtime::metadata_list& metadata) {
+  constexpr std::string_view marker = "-api-unrecorded:";
+  std::vector<unrecorded_api_calls> found;
+  for (const auto& [key, value] : metadata) {
+    const std::size_t at = key.find(marker);
+    const auto* calls = std::get_if<std::int64_t>(&value);
+    if (at == std::string::npos || at == 0 || calls == nullptr) continue;
+    found.push_back({key.substr(0, at), key.substr(at + marker.size()), *calls});
+  }
+  return found;
+}
+
+std::vector<std::string> find_losses(const runtime::session_status& status) {
+  std::vector<std::string> losses;
+  if (status.events_dropped != 0)
+    losses.push_back(fmt::format("{} events dropped", status.events_dropped));
+  if (status.runtime_metadata == nullptr) return losses;
+  for (const auto& [key, value] : *status.runtime_metadata) {
+    // The breakdown of the dropped events above.
+    if (key.rfind("events-dropped", 0) == 0) continue;
+    if (key.find("dropped") == std::string::npos &&
+        key.find("without-launch") == std::string::npos)
+      continue;
+    if (const auto* count = std::get_if<std::int64_t>(&value); count != nullptr && *count != 0)
+      losses.push_back(fmt::format("{} {}", *count, key));
+    else if (const auto* number = std::get_if<double>(&value); number != nullptr && *number != 0.0)
+      losses.push_back(fmt::format("{:g} {}", *number, key));
+  }
+  return losses;
+}
+
+namespace {
+
+std::int64_t duration(const gpu_activity& activity) noexcept {
+  return std::max<std::int64_t>(activity.end_ns - activity.start_ns, 0);
+}
+
+__extension__ typedef unsigned __int128 wide;  // exact products of 64-bit values
+
+std::int32_t end_of(std::int32_t device) noexcept { return std::max(device, host_end); }
+
+}  // namespace
+
+profile_model::profile_model(const runtime::session_info& session) : session_(session) {
+  contexts_.emplace_back();  // the root
+  node_name_.push_back(no_name);
+}
+
+// --- host regions ---------------------------------------------------------------
+
+// One interned name per (domain, text): begin("x") and end("x") in different
+// translation units may come with different name records.
+std::uint32_t profile_model::name_index(const runtime::name_info* name) {
+  if (name->id >= name_of_info_.size())
+    name_of_info_.resize(std::size_t{name->id} + 1, {nullptr, 0});
+  auto& [source, index] = name_of_info_[name->id];
+  if (source == name) return index;
+  const auto [it, inserted] = name_of_text_.try_emplace(
+      std::make_pair(name->domain, name->name), static_cast<std::uint32_t>(names_.size()));
+  if (inserted) names_.emplace_back(name->domain, name->name);
+  source = name;
+  index = it->second;
+  return index;
+}
+
+std::uint32_t profile_model::child(std::uint32_t parent, std::uint32_t name,
+                                   const runtime::name_info* info) {
+  const std::uint64_t key = std::uint64_t{parent} << 32U | name;
+  const auto [it, inserted] = child_of_.try_emplace(key, 0);
+  if (inserted) {
+    it->second = static_cast<std::uint32_t>(contexts_.size());
+    context node;
+    node.parent = parent;
+    node.depth = contexts_[parent].depth + 1;
+    node.domain = names_[name].first;
+    node.name = names_[name].second;
+    node.api_call = is_api_domain(node.domain);
+    contexts_.push_back(std::move(node));
+    node_name_.push_back(name);
+    contexts_[parent].children.push_back(it->second);
+  }
+  context& node = contexts_[it->second];
+  if (node.file.empty() && info != nullptr && !info->file.empty()) {
+    node.file = info->file;
+    node.line = info->line;
+    node.function = info->function;
+  }
+  return it->second;
+}
+
+void profile_model::add_records(const runtime::thread_info& thread,
+                                const runtime::record* records, std::size_t count) {
+  if (finished_) return;
+  std::vector<open_region>& stack = stacks_[thread.tid];
+  for (std::size_t i = 0; i < count; ++i) {
+    const runtime::record& r = records[i];
+    if (r.name == nullptr) continue;
+    latest_ns_ = std::max(latest_ns_, r.time_ns);
+    if (r.kind == runtime::record_kind::region_begin) {
+      const std::uint32_t name = name_index(r.name);
+      const std::uint32_t parent = stack.empty() ? 0 : stack.back().node;
+      stack.push_back(open_region{r.time_ns, child(parent, name, r.name), name});
+    } else if (r.kind == runtime::record_kind::region_end) {
+      end_region(stack, name_index(r.name), r.time_ns);
+    }
+  }
+}
+
+// An end closes the innermost open region of its name, and the regions
+// opened inside it that did not end (so that times still nest); an end
+// without a matching begin is ignored.
+void profile_model::end_region(std::vector<open_region>& stack, std::uint32_t name,
+                               std::int64_t end_ns) {
+  std::size_t match = stack.size();
+  while (match > 0 && stack[match - 1].name != name) --match;
+  if (match == 0) return;
+  while (stack.size() >= match) close_top(stack, end_ns);
+}
+
+void profile_model::close_top(std::vector<open_region>& stack, std::int64_t end_ns) {
+  const open_region closed = stack.back();
+  stack.pop_back();
+  const std::int64_t ns = std::max<std::int64_t>(end_ns - closed.begin_ns, 0);
+  context& node = contexts_[closed.node];
+  ++node.calls;
+  node.inclusive_ns += ns;
+  contexts_[node.parent].children_ns += ns;
+}
+
+std::string profile_model::region_path(std::uint32_t node) const {
+  std::vector<std::uint32_t> chain;
+  for (std::uint32_t at = node; at != 0; at = contexts_[at].parent)
+    if (!contexts_[at].api_call) chain.push_back(at);
+  std::string path;
+  for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+    if (!path.empty()) path += '/';
+    path += contexts_[*it].name;
+  }
+  return path;
+}
+
+std::vector<gpu_metrics> profile_model::inclusive_gpu() const {
+  std::vector<gpu_metrics> inclusive(contexts_.size());
+  // Children come after their parents: one pass from the leaves up.
+  for (std::size_t i = contexts_.size(); i-- > 0;) {
+    inclusive[i].add(contexts_[i].gpu);
+    if (i != 0) inclusive[contexts_[i].parent].add(inclusive[i]);
+  }
+  return inclusive;
+}
+
+std::vector<profile_model::path_row> profile_model::gpu_by_region_path() const {
+  std::vector<path_row> rows;
+  std::map<std::string, std::size_t> row_of_path;
+  for (std::uint32_t i = 0; i < contexts_.size(); ++i) {
+    const context& node = contexts_[i];
+    if (node.gpu.empty()) continue;
+    std::string path = node.synthetic ? node.name : region_path(i);
+    if (path.empty()) path = "(no region)";
+    const auto [it, inserted] = row_of_path.try_emplace(path, rows.size());
+    if (inserted) rows.push_back(path_row{std::move(path), {}, {}});
+    rows[it->second].gpu.add(node.gpu);
+    rows[it->second].nodes.push_back(i);
+  }
+  return rows;
+}
+
+std::vector<profile_model::region_row> profile_model::regions_by_name() const {
+  std::vector<region_row> rows;
+  std::unordered_map<std::uint32_t, std::size_t> row_of_name;
+  // Depth first without recursion (call paths can be deep), counting the
+  // instances of each name on the path: inclusive time counts once for
+  // recursive regions, only where a region is not nested in itself.
+  std::unordered_map<std::uint32_t, std::uint32_t> open_on_path;
+  std::vector<std::pair<std::uint32_t, bool>> pending{{0, false}};  // (node, leaving)
+  while (!pending.empty()) {
+    const auto [index, leaving] = pending.back();
+    pending.pop_back();
+    const std::uint32_t name = node_name_[index];
+    if (leaving) {
+      --open_on_path[name];
+      continue;
+    }
+    const context& node = contexts_[index];
+    if (index != 0 && !node.synthetic && node.calls != 0) {
+      const auto [it, inserted] = row_of_name.try_emplace(name, rows.size());
+      if (inserted) rows.push_back(region_row{node.name, node.domain, 0, 0});
+      region_row& row = rows[it->second];
+      row.calls += node.calls;
+      if (open_on_path[name] == 0) row.inclusive_ns += node.inclusive_ns;
+    }
+    ++open_on_path[name];
+    pending.emplace_back(index, true);
+    for (auto child = node.children.rbegin(); child != node.children.rend(); ++child)
+      pending.emplace_back(*child, false);
+  }
+  return rows;
+}
+
+// --- GPU activity -----------------------------------------------------------------
+
+std::uint32_t profile_model::node_of(const runtime::context_node* node) {
+  // Up to the first node already mapped (or the root), then down again:
+  // iterative, since call paths can be deep.
+  std::vector<const runtime::context_node*> chain;
+  std::uint32_t mapped = 0;
+  for (; node != nullptr && node->name != nullptr; node = node->parent) {
+    if (const auto it = node_of_context_.find(node); it != node_of_context_.end()) {
+      mapped = it->second;
+      break;
+    }
+    chain.push_back(node);
+  }
+  for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+    mapped = child(mapped, name_index((*it)->name), (*it)->name);
+    node_of_context_.emplace(*it, mapped);
+  }
+  return mapped;
+}
+
+std::uint32_t profile_model::context_of(const runtime::gpu_launch& launch) {
+  if (launch.tid != 0) return node_of(launch.context);
+  if (!launch_not_seen_) {
+    launch_not_seen_ = static_cast<std::uint32_t>(contexts_.size());
+    context node;
+    node.depth = 1;
+    node.name = "(launch not seen)";
+    node.synthetic = true;
+    contexts_.push_back(std::move(node));
+    node_name_.push_back(no_name);
+    contexts_[0].children.push_back(*launch_not_seen_);
+  }
+  return *launch_not_seen_;
+}
+
+data_object_totals* profile_model::object_of(std::uint64_t id,
+                                             const runtime::data_object_info* info) {
+  if (info != nullptr) id = info->id;
+  if (id == 0) return nullptr;
+  data_object_totals& object = objects_[id];
+  object.id = id;
+  if (!object.known && info != nullptr) {
+    object.known = true;
+    object.name = info->name;
+    object.automatic = info->allocated_in != nullptr;
+    object.address = info->address;
+    object.bytes = info->bytes;
+    object.memory = info->memory;
+    object.device = end_of(info->device);
+  } else if (!object.known && object.name.empty()) {
+    object.name = fmt::format("data object {}", id);
+  }
+  return &object;
+}
+
+void profile_model::add_data_object(const runtime::data_object_event& event) {
+  if (finished_ || event.object == nullptr) return;
+  latest_ns_ = std::max(latest_ns_, event.time_ns);
+  data_object_totals* object = object_of(event.object->id, event.object);
+  if (object == nullptr) return;
+  if (event.change == runtime::data_object_change::registered)
+    object->registered_ns = event.time_ns;
+  else
+    object->unregistered_ns = event.time_ns;
+}
+
+device_totals& profile_model::device(std::uint32_t id) {
+  device_totals& found = devices_[id];
+  found.id = id;
+  return found;
+}
+
+void profile_model::add_device(const runtime::gpu_device_info& info) {
+  if (!finished_) device(info.id).info = info;
+}
+
+void profile_model::add_activities(const gpu_activity* activities, std::size_t count) {
+  if (finished_) return;
+  std::vector<std::pair<const gpu_activity*, std::uint32_t>> memory_changes;
+  for (std::size_t i = 0; i < count; ++i) {
+    const gpu_activity& activity = activities[i];
+    ++gpu_operations_;
+    const std::uint32_t node = context_of(activity.launch);
+    switch (activity.operation) {
+      case gpu_operation::kernel:
+        add_kernel(activity, node);
+        break;
+      case gpu_operation::memcpy:
+        add_copy(activity, node);
+        break;
+      case gpu_operation::memset:
+        add_memset(activity, node);
+        break;
+      case gpu_operation::allocation:
+      case gpu_operation::release:
+        memory_changes.emplace_back(&activity, node);
+        break;
+      case gpu_operation::synchronization:
+        contexts_[node].gpu.sync_ns += duration(activity);
+        ++contexts_[node].gpu.syncs;
+        break;
+    }
+  }
+  // Activities of a drain come in no particular order; the live bytes (and
+  // so the peak) need them in time order, a release before an allocation at
+  // the same instant so that reusing memory does not count twice.
+  std::sort(memory_changes.begin(), memory_changes.end(), [](const auto& a, const auto& b) {
+    if (a.first->start_ns != b.first->start_ns) return a.first->start_ns < b.first->start_ns;
+    return a.first->operation == gpu_operation::release &&
+           b.first->operation != gpu_operation::release;
+  });
+  for (const auto& [change, node] : memory_changes) {
+    if (change->operation == gpu_operation::allocation)
+      add_allocation(*change, node);
+    else
+      add_release(*change);
+  }
+}
+
+void profile_model::add_kernel(const gpu_activity& kernel, std::uint32_t node) {
+  const std::int64_t ns = duration(kernel);
+  gpu_metrics& metrics = contexts_[node].gpu;
+  metrics.kernel_ns += ns;
+  ++metrics.kernels;
+  device_totals& on = device(kernel.device);
+  const auto [entry, inserted] = on.kernels.try_emplace(kernel.name != nullptr ? kernel.name : "");
+  kernel_totals& totals = entry->second;
+  if (inserted) {
+    totals.mangled_name = entry->first;
+    totals.device = kernel.device;
+    totals.min_ns = ns;
+  }
+  ++totals.calls;
+  totals.total_ns += ns;
+  totals.min_ns = std::min(totals.min_ns, ns);
+  totals.max_ns = std::max(totals.max_ns, ns);
+  if (kernel.kernel.occupancy >= 0.0) {
+    totals.occupancy_ppm_sum +=
+        static_cast<std::uint64_t>(std::min(kernel.kernel.occupancy, 1.0) * 1e6 + 0.5);
+    ++totals.occupancy_launches;
+  }
+  totals.registers = std::max(totals.registers, kernel.kernel.registers_per_thread);
+  totals.shared_memory_per_block =
+      std::max(totals.shared_memory_per_block,
+               kernel.kernel.static_shared_memory + kernel.kernel.dynamic_shared_memory);
+  add_busy(kernel);
+}
+
+void profile_model::add_copy(const gpu_activity& copy, std::uint32_t node) {
+  const std::int64_t ns = duration(copy);
+  gpu_metrics& metrics = contexts_[node].gpu;
+  metrics.copy_ns += ns;
+  ++metrics.copies;
+  metrics.copy_bytes += copy.bytes;
+  const std::size_t kind = index_of(copy.copy);
+  device(copy.device).copies[kind].add(copy.bytes, ns);
+  const std::int32_t from = end_of(copy.source_device);
+  const std::int32_t to = end_of(copy.destination_device);
+  traffic_.front().cells[{from, to}].add(copy.bytes);
+  context_traffic_[{node, from, to}].add(copy.bytes);
+  data_object_totals* source = object_of(copy.source_object_id, copy.source_object);
+  data_object_totals* destination = object_of(copy.destination_object_id, copy.destination_object);
+  const auto moved = [&](data_object_totals& object, flow_direction direction) {
+    object.flows[{direction, static_cast<copy_kind>(kind), from, to}].add(copy.bytes);
+    object.copied[kind] += copy.bytes;
+    ++object.operations;
+    object.contexts[node].add(copy.bytes);
+    context_objects_[{node, object.id}].add(copy.bytes);
+  };
+  if (source != nullptr && source == destination) {
+    // Within one object: its bytes count once.
+    moved(*source, flow_direction::within);
+    touch(*source, copy.source_address, copy.bytes);
+    touch(*source, copy.destination_address, copy.bytes);
+  } else {
+    if (source != nullptr) {
+      moved(*source, flow_direction::out);
+      touch(*source, copy.source_address, copy.bytes);
+    }
+    if (destination != nullptr) {
+      moved(*destination, flow_direction::in);
+      touch(*destination, copy.destination_address, copy.bytes);
+    }
+  }
+  add_busy(copy);
+}
+
+void profile_model::add_memset(const gpu_activity& memset, std::uint32_t node) {
+  const std::int64_t ns = duration(memset);
+  gpu_metrics& metrics = contexts_[node].gpu;
+  metrics.memset_ns += ns;
+  ++metrics.memsets;
+  metrics.memset_bytes += memset.bytes;
+  device(memset.device).memsets.add(memset.bytes, ns);
+  if (data_object_totals* object =
+          object_of(memset.destination_object_id, memset.destination_object)) {
+    const auto on = static_cast<std::int32_t>(memset.device);
+    object->flows[{flow_direction::memset, copy_kind::unknown, on, on}].add(memset.bytes);
+    object->memsets.add(memset.bytes);
+    ++object->operations;
+    object->contexts[node].add(memset.bytes);
+    context_objects_[{node, object->id}].add(memset.bytes);
+    touch(*object, memset.destination_address, memset.bytes);
+  }
+  add_busy(memset);
+}
+
+// Bytes [address, address + bytes) spread over the object's heat bins; bytes
+// at no known place in the object (no address, or past its end) are counted.
+void profile_model::touch(data_object_totals& object, std::uintptr_t address,
+                          std::uint64_t bytes) {
+  if (!object.known || object.bytes == 0 || address < object.address ||
+      address - object.address >= object.bytes) {
+    object.bytes_not_placed += bytes;
+    return;
+  }
+  if (object.heat.empty()) object.heat.assign(heat_bins, 0);
+  const std::uint64_t size = object.bytes;
+  const std::uint64_t begin = address - object.address;
+  const std::uint64_t end = begin + std::min<std::uint64_t>(bytes, size - begin);
+  object.bytes_not_placed += bytes - (end - begin);
+  const auto boundary = [&](std::size_t bin) {
+    return static_cast<std::uint64_t>(static_cast<wide>(size) * bin / heat_bins);
+  };
+  // The first bin whose end lies past `begin`.
+  std::size_t bin = static_cast<std::size_t>(static_cast<wide>(begin) * heat_bins / size);
+  for (; bin < heat_bins && boundary(bin) < end; ++bin) {
+    const std::uint64_t from = std::max(begin, boundary(bin));
+    const std::uint64_t to = std::min(end, boundary(bin + 1));
+    if (to > from) object.heat[bin] += to - from;
+  }
+}
+
+void profile_model::add_allocation(const gpu_activity& allocation, std::uint32_t node) {
+  gpu_metrics& metrics = contexts_[node].gpu;
+  ++metrics.allocations;
+  metrics.allocated_bytes += allocation.bytes;
+  memory_totals& totals = memory_[{allocation.device, allocation.memory}];
+  ++totals.allocations;
+  totals.bytes_allocated += allocation.bytes;
+  totals.live += allocation.bytes;
+  totals.peak = std::max(totals.peak, totals.live);
+  live_allocations_[{allocation.device, allocation.address}] =
+      live_allocation{allocation.memory, allocation.bytes};
+  memory_series& series = device(allocation.device).memory;
+  const std::uint64_t before = series.live;
+  series.live += allocation.bytes;
+  note_memory(allocation.device, before, allocation.start_ns);
+}
+
+// A release counts against its allocation's memory kind, and takes its size
+// from the allocation when it carries none.
+void profile_model::add_release(const gpu_activity& release) {
+  memory_kind memory = release.memory;
+  std::uint64_t bytes = release.bytes;
+  bool known = false;
+  if (const auto it = live_allocations_.find({release.device, release.address});
+      it != live_allocations_.end()) {
+    memory = it->second.memory;
+    if (bytes == 0) bytes = it->second.bytes;
+    live_allocations_.erase(it);
+    known = true;
+  }
+  memory_totals& totals = memory_[{release.device, memory}];
+  ++totals.releases;
+  totals.live -= std::min(totals.live, bytes);
+  if (!known) return;  // its allocation was never counted as live
+  memory_series& series = device(release.device).memory;
+  const std::uint64_t before = series.live;
+  series.live -= std::min(series.live, bytes);
+  note_memory(release.device, before, release.start_ns);
+}
+
+void profile_model::note_memory(std::uint32_t device_id, std::uint64_t before, std::int64_t ns) {
+  fit_time(ns);
+  memory_series& series = devices_[device_id].memory;
+  const std::size_t bucket = bucket_of(ns);
+  series.peak[bucket] = std::max({series.peak[bucket], before, series.live});
+  series.last[bucket] = series.live;
+}
+
+void profile_model::add_busy(const gpu_activity& activity) {
+  if (activity.stream == 0) return;
+  const std::int64_t start = std::max<std::int64_t>(activity.start_ns, 0);
+  const std::int64_t end = std::max(activity.end_ns, start);
+  stream_totals& stream = device(activity.device).streams[activity.stream];
+  ++stream.operations;
+  stream.busy_ns += end - start;
+  fit_time(end);
+  for (std::size_t bucket = bucket_of(start); bucket < time_buckets; ++bucket) {
+    const std::int64_t bucket_start = static_cast<std::int64_t>(bucket) * bucket_ns_;
+    const std::int64_t bucket_end = bucket_start + bucket_ns_;
+    if (bucket_start >= end && end > start) break;
+    stream.busy[bucket] += std::min(end, bucket_end) - std::max(start, bucket_start);
+    if (bucket_end >= end) break;
+  }
+}
+
+std::size_t profile_model::bucket_of(std::int64_t ns) const noexcept {
+  const auto bucket = static_cast<std::size_t>(std::max<std::int64_t>(ns, 0) / bucket_ns_);
+  return std::min(bucket, time_buckets - 1);
+}
+
+// Doubles the bucket width until `ns` falls into the last bucket or before;
+// neighbouring buckets merge.
+void profile_model::fit_time(std::int64_t ns) {
+  while (ns >= bucket_ns_ * static_cast<std::int64_t>(time_buckets)) {
+    bucket_ns_ *= 2;
+    for (auto& [id, on] : devices_) {
+      memory_series& memory = on.memory;
+      for (std::size_t i = 0; i < time_buckets / 2; ++i) {
+        memory.peak[i] = std::max(memory.peak[2 * i], memory.peak[2 * i + 1]);
+        memory.last[i] = memory.last[2 * i + 1] ? memory.last[2 * i + 1] : memory.last[2 * i];
+      }
+      std::fill(memory.peak.begin() + time_buckets / 2, memory.peak.end(), 0);
+      std::fill(memory.last.begin() + time_buckets / 2, memory.last.end(), std::nullopt);
+      for (auto& [number, stream] : on.streams) {
+        for (std::size_t i = 0; i < time_buckets / 2; ++i)
+          stream.busy[i] = stream.busy[2 * i] + stream.busy[2 * i + 1];
+        std::fill(stream.busy.begin() + time_buckets / 2, stream.busy.end(), 0);
+      }
+    }
+  }
+}
+
+// --- the end ------------------------------------------------------------------------
+
+void profile_model::finish(const runtime::session_status& status, std::int64_t end_ns) {
+  if (finished_) return;
+  for (auto& [tid, stack] : stacks_)
+    while (!stack.empty()) close_top(stack, latest_ns_);
+  finished_ = true;
+  end_ns_ = std::max(end_ns, latest_ns_);
+  fit_time(end_ns_);
+  contexts_.front().inclusive_ns = contexts_.front().children_ns;
+  losses_ = find_losses(status);
+  if (status.runtime_metadata != nullptr) {
+    runtime_metadata_ = *status.runtime_metadata;
+    unrecorded_ = find_unrecorded_api_calls(runtime_metadata_);
+  }
+  if (status.user_metadata != nullptr) user_metadata_ = *status.user_metadata;
+}
+
+std::map<std::string, kernel_totals> profile_model::kernels() const {
+  std::map<std::string, kernel_totals> merged;
+  for (const auto& [id, on] : devices_)
+    for (const auto& [name, totals] : on.kernels) {
+      const auto [it, inserted] = merged.try_emplace(name, totals);
+      if (!inserted) it->second.merge(totals);
+    }
+  return merged;
+}
+
+std::array<transfer_totals, copy_kinds> profile_model::copies() const {
+  std::array<transfer_totals, copy_kinds> all{};
+  for (const auto& [id, on] : devices_)
+    for (std::size_t kind = 0; kind < copy_kinds; ++kind) all[kind].merge(on.copies[kind]);
+  return all;
+}
+
+std::vector<std::int32_t> profile_model::ends() const {
+  std::vector<std::int32_t> all{host_end};
+  for (const auto& [id, on] : devices_) all.push_back(static_cast<std::int32_t>(id));
+  for (const traffic_matrix& matrix : traffic_)
+    for (const auto& [between, amount] : matrix.cells) {
+      all.push_back(between.first);
+      all.push_back(between.second);
+    }
+  std::sort(all.begin(), all.end());
+  all.erase(std::unique(all.begin(), all.end()), all.end());
+  return all;
+}
+
+}  // namespace ferret::profile

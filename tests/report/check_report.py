@@ -1,0 +1,341 @@
+#!/usr/bin/env python3
+"""Opens a ferret report in headless Chromium and checks what it shows.
+
+    check_report.py --chromium PATH --screenshots TOOL --work DIR --synthetic PROGRAM
+    check_report.py --chromium PATH --screenshots TOOL --work DIR --program PROGRAM ARG...
+    check_report.py --chromium PATH --screenshots TOOL --work DIR --page FILE.html --summary-file FILE
+
+--synthetic: PROGRAM DIR writes DIR/synthetic.html and DIR/synthetic-summary.txt
+(tests/report/synthetic_gpu_run.cpp). --program: PROGRAM runs with
+FERRET_BACKEND=report,summary; the summary is read from its stderr. --page:
+a report and its summary made elsewhere (the GPU machine: tests/gpu/report_example.sh).
+
+The page is opened as a person would open it (file://, a real browser) and
+its DOM, after the page's script ran, is compared with the summary's text:
+every row the summary prints must appear in the page with the same cells.
+Names that a hostile program chose must be shown as text, never become
+markup or run. Screenshots of the views are left in DIR/screenshots.
+Exit status: 0 all checks passed, 1 a check failed, 77 skipped (no Chromium).
+"""
+import argparse
+import html.parser
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+
+BROWSER_FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
+                 '--disable-component-update', '--disable-sync', '--no-first-run']
+failures = []
+passed = 0
+
+
+def check(condition, message):
+    global passed
+    if condition:
+        passed += 1
+    else:
+        failures.append(message)
+        print('FAILED: ' + message, file=sys.stderr)
+
+
+# --- the DOM ------------------------------------------------------------------------
+
+class Element:
+    def __init__(self, tag, attributes, parent):
+        self.tag, self.attributes, self.parent, self.children = tag, dict(attributes), parent, []
+
+    def text(self):
+        return ''.join(c if isinstance(c, str) else c.text() for c in self.children)
+
+    def walk(self):
+        yield self
+        for child in self.children:
+            if isinstance(child, Element):
+                yield from child.walk()
+
+    def find_all(self, tag):
+        return [e for e in self.walk() if e.tag == tag]
+
+
+VOID = {'meta', 'link', 'br', 'hr', 'img', 'input', 'col', 'area', 'base', 'wbr', 'source'}
+
+
+class DomBuilder(html.parser.HTMLParser):
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.root = Element('#document', {}, None)
+        self.current = self.root
+
+    def handle_starttag(self, tag, attributes):
+        element = Element(tag, attributes, self.current)
+        self.current.children.append(element)
+        if tag not in VOID:
+            self.current = element
+
+    def handle_startendtag(self, tag, attributes):
+        self.current.children.append(Element(tag, attributes, self.current))
+
+    def handle_endtag(self, tag):
+        at = self.current
+        while at is not None and at.tag != tag:
+            at = at.parent
+        if at is not None and at.parent is not None:
+            self.current = at.parent
+
+    def handle_data(self, data):
+        self.current.children.append(data)
+
+
+def parse_dom(text):
+    builder = DomBuilder()
+    builder.feed(text)
+    builder.close()
+    return builder.root
+
+
+def by_id(root, identifier):
+    for element in root.walk():
+        if element.attributes.get('id') == identifier:
+            return element
+    return None
+
+
+def table_rows(table):
+    """The body rows of a table as lists of cell texts (th or td)."""
+    if table is None:
+        return []
+    body = table.find_all('tbody')
+    rows = body[0].find_all('tr') if body else table.find_all('tr')[1:]
+    return [[cell.text().strip() for cell in row.children
+             if isinstance(cell, Element) and cell.tag in ('td', 'th')] for row in rows]
+
+
+def table_header(table):
+    head = table.find_all('thead')[0] if table is not None and table.find_all('thead') else None
+    if head is None:
+        return []
+    return [cell.text().strip() for cell in head.find_all('th')]
+
+
+# --- the summary ----------------------------------------------------------------------
+
+def summary_section(summary, heading):
+    """The rows of a summary table (cells split on two or more spaces), header first."""
+    lines = summary.split('\n')
+    if heading not in lines:
+        return []
+    rows = []
+    for line in lines[lines.index(heading) + 1:]:
+        if not line.strip():
+            break
+        if line.startswith('  … '):
+            continue
+        rows.append(re.split(r' {2,}', line.strip()))
+    return rows
+
+
+def same_name(summary_cell, page_cell):
+    """The summary cuts long names with '…' (at the end, or in the middle of paths)."""
+    if '…' not in summary_cell:
+        return summary_cell == page_cell
+    head, tail = summary_cell.split('…', 1)
+    return page_cell.startswith(head) and page_cell.endswith(tail) if tail else page_cell.startswith(head)
+
+
+def contains_row(page_rows, wanted, key_column, message):
+    """A page row whose cells equal `wanted` (the key column compared as a name)."""
+    for row in page_rows:
+        if len(row) == len(wanted) and all(
+                same_name(w, r) if i == key_column else w == r for i, (w, r) in enumerate(zip(wanted, row))):
+            return check(True, message)
+    check(False, f'{message}: no row {wanted} among {page_rows[:12]}')
+
+
+# --- the browser ----------------------------------------------------------------------
+
+def dump_dom(chromium, page, hash_part, profile):
+    result = subprocess.run([chromium, *BROWSER_FLAGS, '--user-data-dir=' + profile, '--dump-dom',
+                             'file://' + os.path.abspath(page) + '#' + hash_part],
+                            capture_output=True, text=True, timeout=120)
+    check(result.returncode == 0, f'chromium --dump-dom exit status {result.returncode}')
+    return parse_dom(result.stdout)
+
+
+def png_size(path):
+    with open(path, 'rb') as f:
+        head = f.read(24)
+    if head[:8] != b'\x89PNG\r\n\x1a\n':
+        return None
+    return struct.unpack('>II', head[16:24])
+
+
+def compare_with_summary(dom, summary, gpu):
+    body = dom.find_all('body')[0]
+    check(body.attributes.get('data-ready') == 'yes', 'the page finished drawing (body data-ready)')
+    check('data-error' not in body.attributes, 'no script error: ' + body.attributes.get('data-error', ''))
+    for view in ('system', 'objects', 'code', 'devices', 'run'):
+        section = by_id(dom, 'view-' + view)
+        check(section is not None and len(section.text()) > 20, f'the {view} view has content')
+        check(by_id(dom, 'tab-' + view) is not None, f'a tab for the {view} view')
+
+    first = summary.split('\n')[0]
+    operations = re.search(r', (\d+) GPU operations?$', first)
+    facts = {row[0]: row[1] for row in table_rows(by_id(dom, 'run-facts'))}
+    check(operations is not None and facts.get('GPU operations') == operations.group(1),
+          f'GPU operations: summary "{first}", page {facts.get("GPU operations")}')
+
+    regions = table_rows(by_id(dom, 'code-regions'))
+    for wanted in summary_section(summary, 'Host regions')[1:]:
+        contains_row(regions, wanted, 2, 'host region ' + wanted[-1][:40])
+    check(len(summary_section(summary, 'Host regions')) > 1, 'the summary has host regions')
+
+    paths = table_rows(by_id(dom, 'code-paths'))
+    header = summary_section(summary, 'GPU time by calling context')
+    if header:
+        check(table_header(by_id(dom, 'code-paths')) == header[0], 'the path table has the summary\'s columns')
+    for wanted in header[1:]:
+        contains_row(paths, wanted, 7, 'GPU work of ' + wanted[-1][:40])
+
+    kernels = [row[:5] + row[6:] for row in table_rows(by_id(dom, 'kernels-all'))]  # less shared/block
+    for wanted in summary_section(summary, 'Kernels')[1:]:
+        contains_row(kernels, wanted, 5, 'kernel ' + wanted[-1][:40])
+
+    copies = summary_section(summary, 'Copies')
+    check(table_rows(by_id(dom, 'system-copies')) == copies[1:], f'copies by direction: {copies[1:]}')
+
+    matrix = summary_section(summary, 'Device-to-device bytes')
+    if matrix:
+        table = by_id(dom, 'system-matrix')
+        check(table_header(table) == matrix[0], f'matrix header {matrix[0]}')
+        check(table_rows(table) == matrix[1:], f'matrix rows {matrix[1:]} == {table_rows(table)}')
+
+    objects = {}
+    for row in table_rows(by_id(dom, 'objects-table')):
+        # object, kind, where, size, HtoD, DtoH, DtoD, HtoH, PtoP, memset, operations, lifetime, touched
+        name = row[0] + (' (auto)' if row[1] == 'auto' else '')
+        objects.setdefault(name, []).append(row[4:10] + [name])
+    for wanted in summary_section(summary, 'Data objects')[1:]:
+        candidates = [row for name, rows in objects.items() for row in rows]
+        contains_row(candidates, wanted, 6, 'data object ' + wanted[-1][:40])
+
+    memory = summary_section(summary, 'Memory')
+    check(table_rows(by_id(dom, 'run-memory')) == memory[1:], f'memory rows {memory[1:]}')
+
+    unrecorded = summary_section(summary, 'API calls counted, not recorded')
+    check(table_rows(by_id(dom, 'run-unrecorded'))[:len(unrecorded) - 1] == unrecorded[1:] if unrecorded
+          else by_id(dom, 'run-unrecorded') is None, f'unrecorded API calls {unrecorded[1:]}')
+
+    losses = next((line[len('Losses: '):].split(', ') for line in summary.split('\n')
+                   if line.startswith('Losses: ')), [])
+    shown = [li.text() for li in by_id(dom, 'run-losses').find_all('li')] if by_id(dom, 'run-losses') else None
+    check(shown == losses, f'losses {losses} shown as {shown}')
+    if gpu:
+        check(len(copies) > 1 and len(matrix) > 1 and len(paths) > 0, 'GPU tables are present')
+
+
+def check_hostile_names(dom, page_text):
+    body = dom.find_all('body')[0]
+    check('data-pwned' not in body.attributes, 'no injected script ran')
+    check(not dom.find_all('img'), 'no name became an <img> element')
+    scripts = dom.find_all('script')
+    check(len(scripts) == 2, f'only the page\'s two script elements ({len(scripts)})')
+    names = [row[0] for row in table_rows(by_id(dom, 'objects-table'))]
+    for expected in ('<img src=x onerror="document.body.dataset.pwned=\'img\'">',
+                     "</script><script>document.body.dataset.pwned='script'</script>",
+                     'a & b "quoted" \'single\' \\ back',
+                     'bytes \\x1b[31m\\xff\\xfe\\x01 end'):
+        check(expected in names, f'name shown as text: {expected}')
+    huge = [name for name in names if name.startswith('huge xxx')]
+    check(len(huge) == 1 and len(huge[0]) == 1000 and huge[0].endswith('…'),
+          'a 100 KB name is cut to 1000 characters')
+    check(len(page_text) < 400_000, f'the page stays small ({len(page_text)} bytes)')
+    check('\\u003c/script' in page_text and '</script><script>document' not in page_text,
+          'the data cannot end its <script> element')
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument('--chromium', required=True)
+    parser.add_argument('--screenshots', required=True, help='tools/ferret-report-screenshots')
+    parser.add_argument('--work', required=True)
+    parser.add_argument('--synthetic')
+    parser.add_argument('--page')
+    parser.add_argument('--summary-file')
+    parser.add_argument('--gpu', action='store_true', help='with --page: the run used a GPU')
+    parser.add_argument('--program', nargs=argparse.REMAINDER)
+    options = parser.parse_args()
+    chromium = shutil.which(options.chromium) if options.chromium else None
+    if chromium is None:
+        print(f'SKIPPED: no Chromium ({options.chromium}); install chromium (tools/install-deps test)')
+        return 77
+    work = options.work
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+
+    if options.synthetic:
+        result = subprocess.run([options.synthetic, work], capture_output=True, text=True, timeout=60)
+        check(result.returncode == 0, f'synthetic run: {result.returncode} {result.stderr}')
+        page = os.path.join(work, 'synthetic.html')
+        with open(os.path.join(work, 'synthetic-summary.txt'), encoding='utf-8') as f:
+            summary = f.read()
+        views = ['system', 'objects/2', 'code', 'devices', 'run']
+    elif options.page:
+        page = os.path.abspath(options.page)
+        with open(options.summary_file, encoding='utf-8') as f:
+            summary = f.read()
+        summary = summary[summary.find('ferret summary: '):]
+        views = ['system', 'objects', 'code', 'devices', 'run']
+    else:
+        environment = {k: v for k, v in os.environ.items() if not k.startswith('FERRET_')}
+        environment.update(FERRET_BACKEND='report,summary', FERRET_OUTPUT=os.path.join(work, 'program'))
+        result = subprocess.run(options.program, capture_output=True, text=True, timeout=120,
+                                env=environment, cwd=work)
+        check(result.returncode == 0, f'{options.program}: exit status {result.returncode}')
+        page = os.path.join(work, 'program.html')
+        start = result.stderr.find('ferret summary: ')
+        end = result.stderr.find('\nferret: ', start)
+        summary = result.stderr[start:end + 1 if end >= 0 else None] if start >= 0 else ''
+        check(f'ferret: report: {page}' in result.stderr, 'the runtime names the report at exit')
+        views = ['code', 'objects']
+    check(os.path.isfile(page), 'the report was written')
+    check(summary.startswith('ferret summary: '), 'the summary was written')
+    if failures:
+        return 1
+    with open(page, encoding='utf-8') as f:
+        page_text = f.read()
+
+    with tempfile.TemporaryDirectory() as profile:
+        dom = dump_dom(chromium, page, 'code', profile)
+        compare_with_summary(dom, summary, gpu=bool(options.synthetic) or options.gpu)
+        if options.synthetic:
+            check_hostile_names(dom, page_text)
+            # The object view with the device grid selected: who moved it.
+            selected = dump_dom(chromium, page, 'objects/2', profile)
+            contexts = table_rows(by_id(selected, 'object-contexts'))
+            check(sorted(row[0] for row in contexts) == sorted(
+                ['main/setup/cudaMemcpyAsync', 'main/setup/cudaMemsetAsync',
+                 'main/solve/step/cudaLaunchKernel', 'main/solve/step/cudaMemcpyPeerAsync']),
+                f'the contexts that moved the device grid: {contexts}')
+            flows = table_rows(by_id(selected, 'object-flows'))
+            check(['in', 'HtoD', 'host', 'GPU 0', '4.0 MiB', '1'] in flows, f'flows of the device grid: {flows}')
+
+    shots = os.path.join(work, 'screenshots')
+    result = subprocess.run([options.screenshots, page, shots, '1400x1000', *views],
+                            capture_output=True, text=True, timeout=180,
+                            env={**os.environ, 'CHROMIUM': chromium})
+    check(result.returncode == 0, f'screenshots: {result.stderr}')
+    for view in views:
+        path = os.path.join(shots, view.replace('/', '-') + '.png')
+        size = png_size(path) if os.path.isfile(path) else None
+        check(size == (1400, 1000), f'screenshot {path}: {size}')
+
+    print(f'report check: {passed} passed, {len(failures)} failed; screenshots in {shots}')
+    return 1 if failures else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,386 @@
+// Tests of the profile model (what the summary and the report show) and of
+// the report's data document, driven with synthesised records and GPU
+// activity; the data document is read back with nlohmann-json.
+#include "profile_model.hpp"
+
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <deque>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "number_format.hpp"
+#include "readable_text.hpp"
+#include "report_data.hpp"
+#include "support/backend_test_support.hpp"
+
+namespace {
+
+namespace rt = ferret::runtime;
+namespace pf = ferret::profile;
+using ferret::testing::begin;
+using ferret::testing::end;
+using rt::copy_kind;
+using rt::gpu_activity;
+using rt::gpu_operation;
+
+constexpr std::int64_t ms = 1'000'000;
+constexpr std::uint64_t KiB = 1024;
+
+const rt::thread_info thread_one{1, 1, {}, true};
+const rt::thread_info thread_two{1, 2, {}, false};
+
+rt::session_status final_status(const rt::metadata_list* metadata = nullptr) {
+  return rt::session_status{metadata, nullptr, 0, 0, true};
+}
+
+// The node of `path` (names from the root, '/'-separated, API calls included).
+std::uint32_t node_at(const pf::profile_model& model, const std::string& path) {
+  std::uint32_t at = 0;
+  std::size_t start = 0;
+  while (start < path.size()) {
+    const std::size_t slash = path.find('/', start);
+    const std::string name = path.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
+    bool found = false;
+    for (const std::uint32_t child : model.contexts()[at].children)
+      if (model.contexts()[child].name == name) {
+        at = child;
+        found = true;
+        break;
+      }
+    REQUIRE_MESSAGE(found, "no context " << path);
+    if (slash == std::string::npos) break;
+    start = slash + 1;
+  }
+  return at;
+}
+
+// The runtime's calling-context nodes for launches.
+class launch_contexts {
+ public:
+  launch_contexts() { nodes_.push_back(rt::context_node{0, 0, nullptr, nullptr}); }
+  const rt::context_node* root() const { return &nodes_.front(); }
+  const rt::context_node* child(const rt::context_node* parent, const rt::name_info* name) {
+    nodes_.push_back(rt::context_node{static_cast<std::uint32_t>(nodes_.size()), parent->depth + 1, parent, name});
+    return &nodes_.back();
+  }
+
+ private:
+  std::deque<rt::context_node> nodes_;
+};
+
+rt::gpu_launch launched(const rt::context_node* context) { return rt::gpu_launch{1, 1, 0, context}; }
+
+gpu_activity kernel(std::int64_t start, std::int64_t end_ns, rt::gpu_launch launch,
+                    std::uint32_t stream = 7) {
+  gpu_activity a{};
+  a.operation = gpu_operation::kernel;
+  a.start_ns = start;
+  a.end_ns = end_ns;
+  a.stream = stream;
+  a.name = "k";
+  a.launch = launch;
+  a.kernel.occupancy = 0.5;
+  return a;
+}
+
+gpu_activity copy_of(std::uint64_t bytes, const rt::data_object_info* source, std::uintptr_t from,
+                     const rt::data_object_info* destination, std::uintptr_t to,
+                     rt::gpu_launch launch, copy_kind kind = copy_kind::host_to_device) {
+  gpu_activity a{};
+  a.operation = gpu_operation::memcpy;
+  a.start_ns = 0;
+  a.end_ns = 1000;
+  a.copy = kind;
+  a.bytes = bytes;
+  a.source_device = kind == copy_kind::host_to_device ? -1 : 0;
+  a.destination_device = kind == copy_kind::device_to_host ? -1 : 0;
+  a.source_object = source;
+  a.source_object_id = source != nullptr ? source->id : 0;
+  a.destination_object = destination;
+  a.destination_object_id = destination != nullptr ? destination->id : 0;
+  a.source_address = from;
+  a.destination_address = to;
+  a.launch = launch;
+  return a;
+}
+
+}  // namespace
+
+TEST_CASE("the calling-context tree: regions of all threads merged by name, host time") {
+  pf::profile_model model{ferret::testing::make_session(1)};
+  ferret::testing::name_table names;
+  const auto* solve = names.add("solve", "", "/src/a.cpp", 10, "void solve()");
+  const auto* step = names.add("step");
+  const auto* step_again = names.add("step", "", "/src/b.cpp", 20);  // same text, another site
+  const auto* launch = names.add("cudaLaunchKernel", "cuda");
+  const std::vector<rt::record> one{begin(0, solve), begin(1 * ms, step), begin(2 * ms, launch),
+                                    end(3 * ms, launch), end(4 * ms, step), end(10 * ms, solve)};
+  const std::vector<rt::record> two{begin(0, solve), begin(5 * ms, step_again), end(6 * ms, step_again),
+                                    begin(6 * ms, solve),  // recursion
+                                    end(7 * ms, solve), end(8 * ms, solve)};
+  model.add_records(thread_one, one.data(), one.size());
+  model.add_records(thread_two, two.data(), two.size());
+  model.finish(final_status(), 20 * ms);
+
+  const auto& contexts = model.contexts();
+  const pf::context& s = contexts[node_at(model, "solve")];
+  CHECK(s.calls == 2);
+  CHECK(s.inclusive_ns == 18 * ms);
+  CHECK(s.exclusive_ns() == 18 * ms - 4 * ms - 1 * ms);  // step on both threads, inner solve
+  CHECK(s.file == "/src/a.cpp");
+  CHECK(s.line == 10);
+  const pf::context& st = contexts[node_at(model, "solve/step")];
+  CHECK(st.calls == 2);
+  CHECK(st.inclusive_ns == 4 * ms);
+  CHECK(st.file == "/src/b.cpp");  // the first site that had a location
+  const pf::context& call = contexts[node_at(model, "solve/step/cudaLaunchKernel")];
+  CHECK(call.api_call);
+  CHECK(call.inclusive_ns == 1 * ms);
+  CHECK(contexts[node_at(model, "solve/solve")].inclusive_ns == 1 * ms);
+  CHECK(contexts.front().inclusive_ns == 18 * ms);  // the root: all threads' top regions
+
+  std::map<std::string, std::pair<std::uint64_t, std::int64_t>> regions;
+  for (const auto& row : model.regions_by_name()) regions[row.name] = {row.calls, row.inclusive_ns};
+  CHECK(regions["solve"] == std::make_pair(std::uint64_t{3}, 18 * ms));  // recursion counted once
+  CHECK(regions["step"] == std::make_pair(std::uint64_t{2}, 4 * ms));
+  CHECK(model.region_path(node_at(model, "solve/step/cudaLaunchKernel")) == "solve/step");
+}
+
+TEST_CASE("deep nesting costs memory and time linear in the depth") {
+  pf::profile_model model{ferret::testing::make_session(1)};
+  ferret::testing::name_table names;
+  const auto* a = names.add("a");
+  const auto* b = names.add("b");
+  constexpr std::int64_t depth = 100'000;
+  std::vector<rt::record> records;
+  for (std::int64_t i = 0; i < depth; ++i) records.push_back(begin(i, i % 2 == 0 ? a : b));
+  for (std::int64_t i = depth; i-- > 0;) records.push_back(end(2 * depth - i, i % 2 == 0 ? a : b));
+  model.add_records(thread_one, records.data(), records.size());
+  model.finish(final_status(), 3 * depth);
+  CHECK(model.contexts().size() == depth + 1);
+  const auto regions = model.regions_by_name();
+  REQUIRE(regions.size() == 2);
+  CHECK(regions[0].calls == depth / 2);
+  CHECK(regions[0].inclusive_ns == 2 * depth);  // the outermost a only
+  CHECK(regions[1].inclusive_ns == 2 * depth - 2);
+  const std::string data = ferret::report::report_data(model);
+  const auto document = nlohmann::json::parse(data);
+  CHECK(document["contexts"].size() == 10'000);  // the report keeps the heaviest
+  CHECK(document["limits"]["contexts_total"] == depth + 1);
+}
+
+TEST_CASE("GPU work lands in the host tree's contexts; inclusive metrics and region paths") {
+  pf::profile_model model{ferret::testing::make_session(1)};
+  ferret::testing::name_table names;
+  const auto* solve = names.add("solve");
+  const auto* launch = names.add("cudaLaunchKernel", "cuda");
+  const auto* copy_call = names.add("cudaMemcpy", "cuda");
+  const std::vector<rt::record> host{begin(0, solve), begin(1, launch), end(2, launch), end(10, solve)};
+  model.add_records(thread_one, host.data(), host.size());
+  launch_contexts tree;
+  const auto* in_solve = tree.child(tree.root(), solve);
+  const auto* at_launch = tree.child(in_solve, launch);
+  const auto* at_copy = tree.child(in_solve, copy_call);
+  const std::vector<gpu_activity> work{
+      kernel(0, 3 * ms, launched(at_launch)), kernel(0, 2 * ms, launched(in_solve)),
+      copy_of(KiB, nullptr, 0, nullptr, 0, launched(at_copy)),
+      kernel(0, 1 * ms, rt::gpu_launch{5, 0, 0, nullptr})};  // launch not seen
+  model.add_activities(work.data(), work.size());
+  model.finish(final_status(), 20 * ms);
+
+  const std::uint32_t launch_node = node_at(model, "solve/cudaLaunchKernel");
+  CHECK(model.contexts()[launch_node].gpu.kernel_ns == 3 * ms);
+  CHECK(model.contexts()[launch_node].calls == 1);  // the host's node, not a copy of it
+  const auto inclusive = model.inclusive_gpu();
+  CHECK(inclusive[node_at(model, "solve")].kernel_ns == 5 * ms);
+  CHECK(inclusive[node_at(model, "solve")].copy_bytes == KiB);
+  CHECK(inclusive[0].kernel_ns == 6 * ms);
+  const auto paths = model.gpu_by_region_path();
+  REQUIRE(paths.size() == 2);
+  CHECK(paths[0].path == "solve");
+  CHECK(paths[0].gpu.kernel_ns == 5 * ms);
+  CHECK(paths[0].gpu.kernels == 2);
+  CHECK(paths[0].nodes.size() == 3);
+  CHECK(paths[1].path == "(launch not seen)");
+}
+
+TEST_CASE("data objects: flows, contexts, and the heat over their address range") {
+  pf::profile_model model{ferret::testing::make_session(1)};
+  launch_contexts tree;
+  ferret::testing::name_table names;
+  const auto* upload = tree.child(tree.root(), names.add("upload"));
+  const rt::data_object_info host{1, "host", 0x10000, 64 * KiB, rt::memory_kind::host, -1};
+  const rt::data_object_info device{2, "cudaMalloc@upload", 0x900000, 64 * KiB,
+                                    rt::memory_kind::device, 0, upload};
+  const rt::data_object_event registered{5, rt::data_object_change::registered, 1, &device};
+  model.add_data_object(registered);
+  gpu_activity clear{};
+  clear.operation = gpu_operation::memset;
+  clear.bytes = 8 * KiB;
+  clear.destination_object = &device;
+  clear.destination_object_id = 2;
+  clear.destination_address = device.address + 60 * KiB;  // 4 KiB past the end
+  clear.launch = launched(upload);
+  const std::vector<gpu_activity> work{
+      // The first quarter of the host array into the second quarter of the device's.
+      copy_of(16 * KiB, &host, host.address, &device, device.address + 16 * KiB, launched(upload)),
+      copy_of(KiB, &host, 0, &device, 0, launched(upload)),  // addresses unknown
+      clear,
+      copy_of(2 * KiB, &device, device.address, &device, device.address + KiB, launched(upload),
+              copy_kind::device_to_device)};
+  model.add_activities(work.data(), work.size());
+  model.finish(final_status(), ms);
+
+  const pf::data_object_totals& d = model.objects().at(2);
+  CHECK(d.automatic);
+  CHECK(d.registered_ns == 5);
+  CHECK(!d.unregistered_ns);
+  CHECK(d.copied[pf::index_of(copy_kind::host_to_device)] == 17 * KiB);
+  CHECK(d.copied[pf::index_of(copy_kind::device_to_device)] == 2 * KiB);  // once, within
+  CHECK(d.memsets.bytes == 8 * KiB);
+  CHECK(d.operations == 4);
+  CHECK(d.bytes_not_placed == KiB + 4 * KiB);
+  REQUIRE(d.heat.size() == pf::heat_bins);  // 1 KiB per bin
+  std::vector<std::uint64_t> expected(pf::heat_bins, 0);
+  for (std::size_t bin = 16; bin < 32; ++bin) expected[bin] += KiB;
+  for (std::size_t bin = 60; bin < 64; ++bin) expected[bin] += KiB;
+  for (std::size_t bin = 0; bin < 3; ++bin) expected[bin] += KiB;  // within: source and destination
+  expected[1] += KiB;
+  CHECK(d.heat == expected);
+  const std::uint32_t node = node_at(model, "upload");
+  CHECK(d.contexts.at(node).bytes == 27 * KiB);
+  CHECK(model.context_objects().at({node, 1}).bytes == 17 * KiB);
+  CHECK(model.context_traffic().at({node, -1, 0}).operations == 2);
+  const pf::data_object_totals& h = model.objects().at(1);
+  REQUIRE(h.heat.size() == pf::heat_bins);
+  CHECK(std::accumulate(h.heat.begin(), h.heat.end(), std::uint64_t{0}) == 16 * KiB);
+  CHECK(h.flows.size() == 1);
+  CHECK(h.flows.begin()->first.direction == pf::flow_direction::out);
+}
+
+TEST_CASE("time series: the bucket width doubles as the run grows, nothing is lost") {
+  pf::profile_model model{ferret::testing::make_session(1)};
+  std::vector<gpu_activity> work{kernel(0, ms / 2, rt::gpu_launch{1, 0, 0, nullptr}),
+                                 kernel(3 * ms / 2, 5 * ms / 2, rt::gpu_launch{2, 0, 0, nullptr})};
+  model.add_activities(work.data(), work.size());
+  CHECK(model.bucket_ns() == pf::first_bucket_ns);
+  const auto& early = model.devices().at(0).streams.at(7).busy;
+  CHECK(early[0] == ms / 2);
+  CHECK(early[1] == ms / 2);
+  CHECK(early[2] == ms / 2);
+  gpu_activity allocation{};
+  allocation.operation = gpu_operation::allocation;
+  allocation.start_ns = allocation.end_ns = 300 * ms;
+  allocation.bytes = 5 * KiB;
+  allocation.address = 0x1000;
+  allocation.launch = rt::gpu_launch{3, 0, 0, nullptr};
+  work = {kernel(299 * ms, 300 * ms, rt::gpu_launch{4, 0, 0, nullptr}), allocation};
+  model.add_activities(work.data(), work.size());
+  model.finish(final_status(), 301 * ms);
+  CHECK(model.bucket_ns() == 2 * pf::first_bucket_ns);
+  const auto& stream = model.devices().at(0).streams.at(7);
+  CHECK(stream.busy[0] == ms);
+  CHECK(stream.busy[1] == ms / 2);
+  CHECK(stream.busy[149] == ms);
+  CHECK(std::accumulate(stream.busy.begin(), stream.busy.end(), std::int64_t{0}) == stream.busy_ns);
+  const auto& memory = model.devices().at(0).memory;
+  CHECK(memory.peak[150] == 5 * KiB);
+  CHECK(memory.last[150] == 5 * KiB);
+  CHECK(!memory.last[149]);
+}
+
+TEST_CASE("numbers are rounded exactly, ties to even, as the page's script rounds them") {
+  CHECK(pf::bytes_text(1023) == "1023 B");
+  CHECK(pf::bytes_text(1280) == "1.2 KiB");  // 1.25
+  CHECK(pf::bytes_text(1331) == "1.3 KiB");
+  CHECK(pf::bytes_text(1024 * 1024 - 1) == "1024.0 KiB");
+  CHECK(pf::bytes_text(3ULL << 30) == "3.0 GiB");
+  CHECK(pf::milliseconds_text(62'500) == "0.062");  // 0.0625
+  CHECK(pf::milliseconds_text(1500) == "0.002");
+  CHECK(pf::milliseconds_text(-2'000'000) == "-2.000");
+  CHECK(pf::seconds_text(2'345'600'000) == "2.346");
+  CHECK(pf::mean_microseconds_text(6'000'000, 3) == "2000.000");
+  CHECK(pf::rate_text(8ULL << 20, 1'280'000) == "6.55");
+  CHECK(pf::rate_text(1, 0) == "-");
+  CHECK(pf::percent_text(562'500, 1) == "56.2%");  // 56.25
+  CHECK(pf::percent_text(0, 0) == "-");
+}
+
+TEST_CASE("readable text: valid UTF-8 stays, what acts on a display is written out") {
+  CHECK(pf::readable_text("größe µs → ok") == "größe µs → ok");
+  CHECK(pf::readable_text("a\x1b[2Jb") == "a\\x1b[2Jb");
+  CHECK(pf::readable_text("\xe2\x80\xae") == "\\u202e");
+  CHECK(pf::readable_text("\xc0\xaf") == "\\xc0\\xaf");  // overlong
+  CHECK(pf::readable_text("\xed\xa0\x80") == "\\xed\\xa0\\x80");  // a surrogate
+  CHECK(pf::cut_middle("solve/step/inner/kernel", 11) == "solve…ernel");
+  CHECK(pf::cut_end("äöüäöü", 4) == "äöü…");
+}
+
+TEST_CASE("the report's data: one JSON document that cannot end its script element") {
+  pf::profile_model model{ferret::testing::make_session(1)};
+  ferret::testing::name_table names;
+  const auto* hostile = names.add("</script><b>&amp;\xff");
+  const auto* other = names.add("x\xe2\x80\xa8y");  // U+2028
+  const std::vector<rt::record> host{begin(0, hostile), begin(1, other), end(2, other), end(3, hostile)};
+  model.add_records(thread_one, host.data(), host.size());
+  const rt::metadata_list metadata{{"cuda-api-unrecorded:cudaGetDevice", std::int64_t{7}},
+                                   {"cupti-records-dropped", std::int64_t{2}}};
+  model.finish(final_status(&metadata), 10);
+  const std::string data = ferret::report::report_data(model);
+  CHECK(data.find('<') == std::string::npos);
+  CHECK(data.find('>') == std::string::npos);
+  CHECK(data.find('&') == std::string::npos);
+  CHECK(data.find("\xe2\x80\xa8") == std::string::npos);
+  const auto document = nlohmann::json::parse(data);
+  CHECK(document["format"] == "ferret-report");
+  CHECK(document["version"] == 1);
+  CHECK(document["contexts"][1]["name"] == "</script><b>&amp;\\xff");
+  CHECK(document["contexts"][2]["name"] == "x\xe2\x80\xa8y");
+  CHECK(document["contexts"][2]["parent"] == 1);
+  CHECK(document["unrecorded_api"][0]["call"] == "cudaGetDevice");
+  CHECK(document["unrecorded_api"][0]["calls"] == 7);
+  CHECK(document["losses"][0] == "2 cupti-records-dropped");
+  CHECK(document["gpu_metrics"].size() == document["contexts"][0]["gpu"].size());
+}
+
+TEST_CASE("the report's data is bounded: the heaviest contexts with their callers, the busiest objects") {
+  pf::profile_model model{ferret::testing::make_session(1)};
+  ferret::testing::name_table names;
+  std::vector<rt::record> host;
+  const auto* outer = names.add("outer");
+  host.push_back(begin(0, outer));
+  for (int i = 0; i < 20; ++i) {
+    const auto* name = names.add("leaf " + std::to_string(i));
+    host.push_back(begin(i * 100, name));
+    host.push_back(end(i * 100 + i, name));  // leaf i takes i ns
+  }
+  host.push_back(end(5000, outer));
+  model.add_records(thread_one, host.data(), host.size());
+  std::deque<rt::data_object_info> objects;
+  std::vector<gpu_activity> copies;
+  for (std::uint64_t id = 1; id <= 5; ++id) {
+    objects.push_back(rt::data_object_info{id, "object " + std::to_string(id), 0x1000 * id, 100,
+                                           rt::memory_kind::host, -1});
+    copies.push_back(copy_of(id, &objects.back(), 0, nullptr, 0, rt::gpu_launch{id, 0, 0, nullptr}));
+    copies.back().end_ns = 0;  // no GPU time: the host's regions decide the heaviest contexts
+  }
+  model.add_activities(copies.data(), copies.size());
+  model.finish(final_status(), 6000);
+  ferret::report::limits bounds;
+  bounds.contexts = 5;
+  bounds.objects = 2;
+  const auto document = nlohmann::json::parse(ferret::report::report_data(model, bounds));
+  std::vector<std::string> shown;
+  for (const auto& context : document["contexts"]) shown.push_back(context["name"]);
+  // The root, outer (the heaviest), and leaves 19, 18, 17.
+  CHECK(shown == std::vector<std::string>{"", "outer", "leaf 17", "leaf 18", "leaf 19"});
+  CHECK(document["contexts"][2]["parent"] == 1);
+  CHECK(document["limits"]["contexts_total"] == 23);  // with "(launch not seen)"
+  REQUIRE(document["objects"].size() == 2);
+  CHECK(document["objects"][0]["name"] == "object 5");
+  CHECK(document["objects"][1]["name"] == "object 4");
+}
