@@ -16,8 +16,8 @@
 #   storm    100 000 empty-kernel launches (µs per launch): bare; CUPTI's
 #            kernel kind alone; + the callbacks of the runtime's launch calls;
 #            + every callback ferret subscribes to; + every activity kind
-#            ferret enables (ferret's CUPTI configuration, without ferret's own
-#            work); ferret (chrome trace) with FERRET_CUDA_API=work (default)
+#            ferret enables but OVERHEAD; + OVERHEAD (ferret's CUPTI
+#            configuration, without ferret's own work); ferret (chrome trace) with FERRET_CUDA_API=work (default)
 #            and =all; the classic minimal tracer (8 kinds with runtime and
 #            driver API records). Target (issue 14): ferret's added time per
 #            launch ≤ 1.2× the kernel kind's.
@@ -121,6 +121,7 @@ storm_rows=(
   "CUPTI kernel kind alone|cupti kernel none"
   "kernel + launch callbacks|cupti kernel launch"
   "kernel + ferret's callbacks|cupti kernel ferret"
+  "ferret's kinds but overhead, and its callbacks|cupti kernel,memcpy,memcpy2,memset,memory2,sync,device,context ferret"
   "ferret's kinds and callbacks (CUPTI's part of ferret)|cupti ferret ferret"
   "ferret, FERRET_CUDA_API=work (default)|ferret work"
   "ferret, FERRET_CUDA_API=all|ferret all"
