@@ -13,7 +13,8 @@ namespace {
 
 using runtime::api_effect;
 
-thread_local int t_runtime_depth = 0;  // runtime API calls open on this thread
+// Runtime API calls open on this thread (initial-exec: no TLS resolver call per callback).
+FERRET_TLS_MODEL thread_local int t_runtime_depth = 0;
 
 // The pointers a copy or memset call names, read from its parameters.
 struct call_addresses {
