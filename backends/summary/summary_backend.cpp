@@ -5,6 +5,8 @@
 // grows with the number of distinct keys, never with the number of events.
 #include "summary_backend.hpp"
 
+#include "ferret/runtime/api_policy.hpp"
+
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -20,6 +22,7 @@
 #include <optional>
 #include <set>
 #include <string_view>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <variant>
@@ -513,6 +516,7 @@ class summary_backend final : public runtime::backend {
     append_objects(out);
     append_memory(out);
     append_regions(out);
+    append_unrecorded_api(out, status);
     append_losses(out, status);
     return out;
   }
@@ -677,6 +681,36 @@ class summary_backend final : public runtime::backend {
           {fmt::format("{}", region->calls), milliseconds(region->inclusive_ns), region->label});
     table.append_to(out);
     append_not_shown(out, closed.size(), "region");
+  }
+
+  // Calls a collector counted instead of recording them (FERRET_CUDA_API):
+  // the run metadata's "<collector>-api-unrecorded:<call>" entries.
+  static void append_unrecorded_api(std::string& out, const session_status& status) {
+    if (status.runtime_metadata == nullptr) return;
+    struct counted {
+      std::string collector, call;
+      std::int64_t calls;
+    };
+    std::vector<counted> all;
+    for (const auto& [key, value] : *status.runtime_metadata) {
+      const std::size_t at = key.find(runtime::api_unrecorded_infix);
+      const auto* calls = std::get_if<std::int64_t>(&value);
+      if (at == std::string::npos || at == 0 || calls == nullptr || *calls == 0) continue;
+      all.push_back({key.substr(0, at), key.substr(at + runtime::api_unrecorded_infix.size()), *calls});
+    }
+    if (all.empty()) return;
+    std::vector<const counted*> shown;
+    for (const counted& entry : all) shown.push_back(&entry);
+    append_heading(out, "API calls counted, not recorded");
+    text_table table{{"calls", alignment::right}, {"collector", alignment::left},
+                     {"call", alignment::left}};
+    for (const counted* entry : top(shown, [](const counted* a, const counted* b) {
+           if (a->calls != b->calls) return a->calls > b->calls;
+           return std::tie(a->collector, a->call) < std::tie(b->collector, b->call);
+         }))
+      table.add_row({fmt::format("{}", entry->calls), entry->collector, entry->call});
+    table.append_to(out);
+    append_not_shown(out, shown.size(), "call");
   }
 
   // Losses as the runtime reports them at exit: the dropped events (their

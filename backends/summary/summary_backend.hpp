@@ -12,6 +12,7 @@
 //   Data objects                     bytes moved per data object
 //   Memory                           allocations per device and memory kind
 //   Host regions                     inclusive time per annotated region
+//   API calls counted, not recorded  the collectors' <collector>-api-unrecorded:<call> counts
 //   Losses: ...                      events or GPU records that were lost
 //
 // Sections without data are left out. The report is built in memory and
