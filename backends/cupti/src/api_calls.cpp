@@ -24,35 +24,35 @@ struct call_addresses {
 
 const void* as_pointer(CUdeviceptr address) { return reinterpret_cast<const void*>(address); }
 
-call_addresses addresses_of(CUpti_CallbackDomain domain, call_parameters parameters,
+call_addresses addresses_of(CUpti_CallbackDomain domain, call_handling parameters,
                             const void* params) {
   // Every copy family lists (destination, source) first, and every memset
   // family its destination first; the typed structs keep us honest on layout.
   if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
     switch (parameters) {
-      case call_parameters::copy: {
+      case call_handling::copy: {
         const auto* p = static_cast<const cudaMemcpy_v3020_params*>(params);
         return {p->dst, p->src};
       }
-      case call_parameters::copy_peer: {
+      case call_handling::copy_peer: {
         const auto* p = static_cast<const cudaMemcpyPeer_v4000_params*>(params);
         return {p->dst, p->src};
       }
-      case call_parameters::copy_2d: {
+      case call_handling::copy_2d: {
         const auto* p = static_cast<const cudaMemcpy2D_v3020_params*>(params);
         return {p->dst, p->src};
       }
-      case call_parameters::set:
+      case call_handling::set:
         return {static_cast<const cudaMemset_v3020_params*>(params)->devPtr, nullptr};
       default: return {};
     }
   }
   switch (parameters) {
-    case call_parameters::copy: {
+    case call_handling::copy: {
       const auto* p = static_cast<const cuMemcpy_params*>(params);
       return {as_pointer(p->dst), as_pointer(p->src)};
     }
-    case call_parameters::set:
+    case call_handling::set:
       return {as_pointer(static_cast<const cuMemsetD8_v2_params*>(params)->dstDevice), nullptr};
     default: return {};
   }
@@ -141,15 +141,15 @@ allocation allocation_of(CUpti_CallbackDomain domain, CUpti_CallbackId id, const
   }
 }
 
-const void* released_address(CUpti_CallbackDomain domain, call_parameters parameters,
+const void* released_address(CUpti_CallbackDomain domain, call_handling parameters,
                              const void* params) {
   if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
-    if (parameters == call_parameters::release_host)
+    if (parameters == call_handling::release_host)
       return static_cast<const cudaFreeHost_v3020_params*>(params)->ptr;
     // cudaFree and cudaFreeAsync both start with devPtr.
     return static_cast<const cudaFree_v3020_params*>(params)->devPtr;
   }
-  if (parameters == call_parameters::release_host)
+  if (parameters == call_handling::release_host)
     return static_cast<const cuMemFreeHost_params*>(params)->p;
   // cuMemFree_v2 and cuMemFreeAsync both start with dptr.
   return as_pointer(static_cast<const cuMemFree_v2_params*>(params)->dptr);
@@ -158,15 +158,21 @@ static_assert(offsetof(cudaFreeAsync_v11020_params, devPtr) == 0 &&
                   offsetof(cuMemFreeAsync_params, dptr) == 0,
               "free parameters start with the pointer");
 
-bool names_objects(call_parameters parameters) {
-  return parameters == call_parameters::copy || parameters == call_parameters::copy_peer ||
-         parameters == call_parameters::copy_2d || parameters == call_parameters::set;
+bool names_objects(call_handling parameters) {
+  return parameters == call_handling::copy || parameters == call_handling::copy_peer ||
+         parameters == call_handling::copy_2d || parameters == call_handling::set;
 }
 
-bool allocates(call_parameters parameters) {
-  return parameters == call_parameters::allocate_device ||
-         parameters == call_parameters::allocate_managed ||
-         parameters == call_parameters::allocate_pinned;
+bool allocates(call_handling parameters) {
+  return parameters == call_handling::allocate_device ||
+         parameters == call_handling::allocate_managed ||
+         parameters == call_handling::allocate_pinned;
+}
+
+// cudaSuccess and CUDA_SUCCESS are both 0; the value is there on exit only.
+bool succeeded(const CUpti_CallbackData& call) {
+  return call.functionReturnValue != nullptr &&
+         *static_cast<const int*>(call.functionReturnValue) == 0;
 }
 
 // Calls whose device records the runtime joins to them (by correlation id).
@@ -228,19 +234,20 @@ void api_calls::enter(CUpti_CallbackDomain domain, CUpti_CallbackId id, const ap
 // here, on the calling thread, before the call runs.
 void api_calls::enter_work_call(CUpti_CallbackDomain domain, CUpti_CallbackId id,
                                 const api_call& kind, const CUpti_CallbackData& call) {
-  if (kind.parameters == call_parameters::reset && services_.deliver_records != nullptr)
+  if (kind.handling == call_handling::reset && services_.deliver_records != nullptr)
     services_.deliver_records();
-  if (kind.parameters == call_parameters::release_device ||
-      kind.parameters == call_parameters::release_host)
-    runtime::unregister_allocation(released_address(domain, kind.parameters, call.functionParams));
+  if (kind.handling == call_handling::release_device ||
+      kind.handling == call_handling::release_host)
+    runtime::unregister_allocation(released_address(domain, kind.handling, call.functionParams));
   if (detail::recording())
     if (const detail::site* site = site_for(domain, id, call.functionName)) {
       detail::write(detail::word_of(site, detail::kind_begin));
-      detail::write_with_payload(detail::word_of(site, detail::kind_correlation),
-                                 call.correlationId);
+      if (kind.handling != call_handling::query && kind.handling != call_handling::marker)
+        detail::write_with_payload(detail::word_of(site, detail::kind_correlation),
+                                   call.correlationId);
     }
-  if (!names_objects(kind.parameters)) return;
-  const call_addresses addresses = addresses_of(domain, kind.parameters, call.functionParams);
+  if (!names_objects(kind.handling)) return;
+  const call_addresses addresses = addresses_of(domain, kind.handling, call.functionParams);
   const std::uint64_t destination = runtime::find_data_object_id(addresses.destination);
   const std::uint64_t source =
       addresses.source != nullptr ? runtime::find_data_object_id(addresses.source) : 0;
@@ -252,24 +259,28 @@ void api_calls::enter_work_call(CUpti_CallbackDomain domain, CUpti_CallbackId id
 
 void api_calls::leave(CUpti_CallbackDomain domain, CUpti_CallbackId id, const api_call& kind,
                       const CUpti_CallbackData& call) {
-  if (allocates(kind.parameters) && call.functionReturnValue != nullptr &&
-      *static_cast<const int*>(call.functionReturnValue) == 0) {
+  if (allocates(kind.handling) && succeeded(call)) {
     const allocation made = allocation_of(domain, id, call.functionParams);
-    const bool on_device = kind.parameters != call_parameters::allocate_pinned;
+    const bool on_device = kind.handling != call_handling::allocate_pinned;
     const std::uint32_t device = on_device && call.context != nullptr && services_.device_of != nullptr
                                      ? services_.device_of(call.context)
                                      : 0;
     const runtime::memory_kind memory =
-        kind.parameters == call_parameters::allocate_managed  ? runtime::memory_kind::managed
-        : kind.parameters == call_parameters::allocate_pinned ? runtime::memory_kind::pinned
+        kind.handling == call_handling::allocate_managed  ? runtime::memory_kind::managed
+        : kind.handling == call_handling::allocate_pinned ? runtime::memory_kind::pinned
                                                               : runtime::memory_kind::device;
     if (made.address != nullptr && made.bytes > 0)
       runtime::register_allocation(api_name(call.functionName), call.correlationId, made.address,
                                    made.bytes, memory, on_device ? static_cast<int>(device) : -1);
   }
   if (detail::recording())
-    if (const detail::site* site = site_for(domain, id, call.functionName))
+    if (const detail::site* site = site_for(domain, id, call.functionName)) {
+      // A query that found the work done: its synchronisation record comes.
+      if (kind.handling == call_handling::query && succeeded(call))
+        detail::write_with_payload(detail::word_of(site, detail::kind_correlation),
+                                   call.correlationId);
       detail::write(detail::word_of(site, detail::kind_end));
+    }
 }
 
 void api_calls::count(CUpti_CallbackId id, const char* function) noexcept {

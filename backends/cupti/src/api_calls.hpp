@@ -8,6 +8,8 @@
 //     (copies, memsets: data objects by id)     regions; the runtime joins the
 //     ... region end                            device records carrying the id
 //     (allocations: an anonymous data object)   to this call and its context
+//     (queries: the id on exit, if they found the work done; event records:
+//     no id, no device record carries it)
 //   other call: a count per name, or a region (FERRET_CUDA_API=all)
 //
 // Everything is written to the calling thread's own event buffer, on its

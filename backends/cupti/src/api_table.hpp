@@ -1,7 +1,8 @@
 // api_table.hpp — every CUDA API call the collector knows, by CUPTI callback
 // id: what it does to GPU work (runtime::api_effect, which decides whether it
 // becomes a region, is counted or is left alone; see ferret/runtime/api_policy.hpp)
-// and how the collector reads its parameters. The rows, grouped by effect with
+// and how the collector handles it (the parameters it reads, when it writes
+// the correlation id). The rows, grouped by effect with
 // the reason, are in api_table.cpp.
 //
 //   const api_table& table = api_table::cuda();
@@ -23,9 +24,11 @@
 
 namespace ferret::cupti {
 
-/// Which of a call's parameters the collector reads, and how.
-enum class call_parameters : std::uint8_t {
-  none,
+/// How the collector handles a recorded call beyond its region: which
+/// parameters it reads, and whether and when it writes the correlation id
+/// that joins the call to its device records.
+enum class call_handling : std::uint8_t {
+  plain,             // the correlation id on entry, no parameters read
   copy,              // (destination, source) first
   copy_peer,         // cudaMemcpyPeer[Async]: (dst, dstDevice, src, ...)
   copy_2d,           // cudaMemcpy2D[Async]: (dst, dpitch, src, ...)
@@ -36,11 +39,19 @@ enum class call_parameters : std::uint8_t {
   release_device,    // the address first
   release_host,
   reset,             // cudaDeviceReset: the device's records are delivered first
+  // A query (cudaEventQuery): the correlation id on exit, only when it
+  // succeeded. Only a query that found the work done gets a synchronisation
+  // record (the collector asks CUPTI for no others), so the turns of a
+  // polling loop leave nothing for the runtime to keep.
+  query,
+  // Marks a point in a stream (cudaEventRecord): no device record carries its
+  // id, so none is written.
+  marker,
 };
 
 struct api_call {
   runtime::api_effect effect = runtime::api_effect::other;
-  call_parameters parameters = call_parameters::none;
+  call_handling handling = call_handling::plain;
 };
 
 class api_table {
