@@ -136,7 +136,7 @@ esac
   fi
   if [[ $benchmark_status != none ]]; then
     echo "benchmarks/cuda/run.sh: status $benchmark_status"
-    grep -E '^\|' "$work/benchmark.log"
+    grep -E '^(\||###|Target:|ferret.s added)' "$work/benchmark.log"
   fi
 } > "$work/summary.md"
 echo
