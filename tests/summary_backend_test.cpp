@@ -912,3 +912,20 @@ TEST_CASE("fork: the parent's report once, never with the child's regions") {
 }
 
 TEST_SUITE_END();
+
+TEST_CASE("API calls counted, not recorded: the collectors' counts, most first") {
+  const rt::metadata_list metadata{
+      {"cuda-api", std::string{"work"}},
+      {"cuda-api-unrecorded:cudaGetLastError", std::int64_t{41286}},
+      {"cuda-api-unrecorded:cudaGetDevice", std::int64_t{252648}},
+      {"level-zero-api-unrecorded:zeDeviceGet", std::int64_t{3}},
+      {"cuda-api-unrecorded:cudaSetDevice", std::int64_t{0}},  // nothing to say
+      {"-api-unrecorded:nameless", std::int64_t{9}},           // no collector: not such an entry
+  };
+  summary_run run;
+  const std::string report = run.finish(0, metadata);
+  CHECK(section(report, "API calls counted, not recorded") ==
+        lines{"   calls  collector   call", "  252648  cuda        cudaGetDevice",
+              "   41286  cuda        cudaGetLastError", "       3  level-zero  zeDeviceGet"});
+  CHECK(lines_of(report).back().rfind("Losses", 0) != 0);
+}

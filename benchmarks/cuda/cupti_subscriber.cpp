@@ -5,6 +5,8 @@
 #include <memory>
 #include <mutex>
 
+#include "api_table.hpp"
+
 namespace ferret_bench {
 namespace {
 
@@ -104,7 +106,7 @@ cupti_counts records_since(const cupti_counts& now, const cupti_counts& earlier)
   return difference;
 }
 
-void start_cupti(const std::vector<CUpti_ActivityKind>& kinds, callback_domains callbacks) {
+void start_cupti(const std::vector<CUpti_ActivityKind>& kinds, callback_set callbacks) {
   subscriber_state& s = state();
   {
     const std::lock_guard lock(s.mutex);
@@ -113,17 +115,39 @@ void start_cupti(const std::vector<CUpti_ActivityKind>& kinds, callback_domains 
   check(cuptiActivityRegisterCallbacks(give_buffer, take_buffer), "cuptiActivityRegisterCallbacks");
   for (const CUpti_ActivityKind kind : kinds)
     check(cuptiActivityEnable(kind), "cuptiActivityEnable");
-  if (callbacks == callback_domains::none) return;
+  if (callbacks == callback_set::none) return;
 
   CUpti_SubscriberHandle subscriber = nullptr;
   check(cuptiSubscribe(&subscriber, count_api_call, nullptr), "cuptiSubscribe");
-  if (callbacks == callback_domains::runtime || callbacks == callback_domains::both) {
-    check(cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API),
-          "cuptiEnableDomain(runtime)");
-  }
-  if (callbacks == callback_domains::driver || callbacks == callback_domains::both) {
-    check(cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API),
-          "cuptiEnableDomain(driver)");
+  const auto enable_domain = [&](CUpti_CallbackDomain domain) {
+    check(cuptiEnableDomain(1, subscriber, domain), "cuptiEnableDomain");
+  };
+  // Ids the running CUPTI does not know are refused one by one and counted.
+  const auto enable = [&](CUpti_CallbackDomain domain, CUpti_CallbackId id) {
+    if (cuptiEnableCallback(1, subscriber, domain, id) != CUPTI_SUCCESS) {
+      const std::lock_guard lock(s.mutex);
+      ++s.counts.callbacks_refused;
+    }
+  };
+  const ferret::cupti::api_table& table = ferret::cupti::api_table::cuda();
+  switch (callbacks) {
+    case callback_set::none: break;
+    case callback_set::runtime: enable_domain(CUPTI_CB_DOMAIN_RUNTIME_API); break;
+    case callback_set::driver: enable_domain(CUPTI_CB_DOMAIN_DRIVER_API); break;
+    case callback_set::both:
+      enable_domain(CUPTI_CB_DOMAIN_RUNTIME_API);
+      enable_domain(CUPTI_CB_DOMAIN_DRIVER_API);
+      break;
+    case callback_set::launch:
+      for (CUpti_CallbackId id = 1; id < CUPTI_RUNTIME_TRACE_CBID_SIZE; ++id)
+        if (table.runtime_call(id).effect == ferret::runtime::api_effect::launch)
+          enable(CUPTI_CB_DOMAIN_RUNTIME_API, id);
+      break;
+    case callback_set::ferret:
+      for (const CUpti_CallbackId id : table.runtime_subscriptions(ferret::runtime::api_recording::work))
+        enable(CUPTI_CB_DOMAIN_RUNTIME_API, id);
+      for (const CUpti_CallbackId id : table.driver_calls()) enable(CUPTI_CB_DOMAIN_DRIVER_API, id);
+      break;
   }
 }
 

@@ -2,7 +2,9 @@
 // for ferret's collector: activity buffers of 8 MiB from a small pool, the
 // chosen activity kinds enabled, records counted (not decoded) when CUPTI
 // hands a buffer back, and optionally an API callback that only counts, for
-// every function of the runtime and/or driver domain.
+// every function of the runtime and/or driver domain, for the runtime's
+// launches alone, or for exactly the calls ferret's collector subscribes to
+// by default (its api_table).
 #pragma once
 
 #include <cupti.h>
@@ -24,24 +26,37 @@ struct cupti_failure : std::runtime_error {
 struct named_activity_kind {
   std::string_view name;  // as given to --kinds
   CUpti_ActivityKind kind;
+  bool in_all;     // --kinds=all: what a tracing tool records (runtime and driver API included)
+  bool in_ferret;  // --kinds=ferret: what ferret's collector enables
 };
 
-// The kinds a tracing tool enables, in the order --kinds lists them.
-inline constexpr std::array<named_activity_kind, 8> activity_kinds{{
-    {"kernel", CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL},
-    {"memcpy", CUPTI_ACTIVITY_KIND_MEMCPY},
-    {"memset", CUPTI_ACTIVITY_KIND_MEMSET},
-    {"memory2", CUPTI_ACTIVITY_KIND_MEMORY2},
-    {"sync", CUPTI_ACTIVITY_KIND_SYNCHRONIZATION},
-    {"runtime", CUPTI_ACTIVITY_KIND_RUNTIME},
-    {"driver", CUPTI_ACTIVITY_KIND_DRIVER},
-    {"overhead", CUPTI_ACTIVITY_KIND_OVERHEAD},
+// The kinds, in the order --kinds lists them.
+inline constexpr std::array<named_activity_kind, 11> activity_kinds{{
+    {"kernel", CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, true, true},
+    {"memcpy", CUPTI_ACTIVITY_KIND_MEMCPY, true, true},
+    {"memcpy2", CUPTI_ACTIVITY_KIND_MEMCPY2, false, true},
+    {"memset", CUPTI_ACTIVITY_KIND_MEMSET, true, true},
+    {"memory2", CUPTI_ACTIVITY_KIND_MEMORY2, true, true},
+    {"sync", CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, true, true},
+    {"runtime", CUPTI_ACTIVITY_KIND_RUNTIME, true, false},
+    {"driver", CUPTI_ACTIVITY_KIND_DRIVER, true, false},
+    {"device", CUPTI_ACTIVITY_KIND_DEVICE, false, true},
+    {"context", CUPTI_ACTIVITY_KIND_CONTEXT, false, true},
+    {"overhead", CUPTI_ACTIVITY_KIND_OVERHEAD, true, true},
 }};
 
 // The --kinds name of `kind`, or "kind<number>" for the others.
 std::string activity_kind_name(CUpti_ActivityKind kind);
 
-enum class callback_domains { none, runtime, driver, both };
+// Which API calls get the counting callback.
+enum class callback_set {
+  none,
+  runtime,  // every runtime function
+  driver,   // every driver function
+  both,
+  launch,   // the runtime's launches alone: the least a tracer needs to correlate kernels
+  ferret,   // what ferret's collector subscribes to with FERRET_CUDA_API=work
+};
 
 struct cupti_counts {
   std::uint64_t records = 0;
@@ -50,6 +65,7 @@ struct cupti_counts {
   std::array<std::uint64_t, CUPTI_ACTIVITY_KIND_COUNT> records_by_kind{};
   std::size_t buffers_allocated = 0;
   std::size_t buffers_declined = 0;  // requests refused because the pool was spent
+  std::size_t callbacks_refused = 0;  // callback ids cuptiEnableCallback refused
 };
 
 // Records minus the earlier snapshot's (dropped and buffers stay totals).
@@ -57,7 +73,7 @@ cupti_counts records_since(const cupti_counts& now, const cupti_counts& earlier)
 
 // One subscriber per process (CUPTI allows only one before CUDA 13.3).
 // Throws cupti_failure when CUPTI refuses, e.g. another tool already subscribed.
-void start_cupti(const std::vector<CUpti_ActivityKind>& kinds, callback_domains callbacks);
+void start_cupti(const std::vector<CUpti_ActivityKind>& kinds, callback_set callbacks);
 
 // Forces CUPTI to hand back every buffer, incomplete ones too, and returns the
 // counts so far. Synchronise the device first for complete records.

@@ -13,16 +13,25 @@
 //          (--gemm=bf16, the default, or fp32) + a 4-byte device-to-host copy
 //          and stream synchronisation: per_op_ms is ms per iteration, a
 //          realistic step in which the launches hide behind device work.
+//   getters --calls (700000) of what PyTorch makes per operation besides the
+//          launch: six cudaGetDevice and one cudaGetLastError, repeated;
+//          per_op_us is µs per call: what a call that launches nothing costs
+//          when a tracer counts, records or ignores it.
 // Before the timed part each workload creates its context, streams, buffers
-// and cuBLAS handle and runs --warmup launches (1000) or iterations (10).
+// and cuBLAS handle and runs --warmup launches (1000), iterations (10) or
+// calls (7000).
 //
 // Modes (--mode):
 //   bare   nothing but the workload. Run under tools/ferret-run, this is the
 //          "ferret" mode: the driver loads ferret's collector at cuInit.
 //   cupti  a minimal CUPTI tracer in this process (cupti_subscriber.hpp), the
 //          yardstick for ferret: --kinds (default all: kernel, memcpy, memset,
-//          memory2, sync, runtime, driver, overhead; or "none") and an API
-//          callback that only counts for --callbacks=none|runtime|driver|both.
+//          memory2, sync, runtime, driver, overhead; "ferret": the kinds
+//          ferret's collector enables, i.e. without runtime and driver but
+//          with memcpy2, device and context; "none"; or a list) and an API
+//          callback that only counts, for --callbacks=none, runtime, driver,
+//          both (whole domains), launch (the runtime's launch calls) or
+//          ferret (the calls ferret subscribes to by default).
 //
 // Fields: ops and timed_s are the timed operations and the seconds they took
 // (steady_clock); records counts the activity records CUPTI delivered for the
@@ -30,7 +39,8 @@
 // before timing), records_by_kind splits them, dropped is what CUPTI dropped
 // in the whole run, api_callbacks the callbacks in the timed part and teardown
 // (enter and exit each count), buffers the 8 MiB buffers allocated and
-// declined the requests refused once the pool of 16 was spent. A line
+// declined the requests refused once the pool of 16 was spent, and
+// callbacks_refused the callback ids CUPTI would not enable. A line
 // starting "info" names the device and the CUDA and CUPTI versions.
 //
 // Exit status: 0, 2 for bad arguments, 77 ("skipped: <reason>") when no CUDA
@@ -61,26 +71,30 @@ constexpr int exit_bad_arguments = 2;
 constexpr int exit_skipped = 77;
 
 constexpr std::string_view usage_text =
-    "usage: ferret-cuda-overhead [--workload=storm|loop] [--mode=bare|cupti]\n"
-    "         [--kinds=all|none|KIND,...] [--callbacks=none|runtime|driver|both]\n"
-    "         [--launches=N] [--iterations=N] [--warmup=N] [--gemm=bf16|fp32]\n"
-    "  KIND: kernel, memcpy, memset, memory2, sync, runtime, driver, overhead\n"
+    "usage: ferret-cuda-overhead [--workload=storm|loop|getters] [--mode=bare|cupti]\n"
+    "         [--kinds=all|ferret|none|KIND,...]\n"
+    "         [--callbacks=none|runtime|driver|both|launch|ferret]\n"
+    "         [--launches=N] [--iterations=N] [--calls=N] [--warmup=N] [--gemm=bf16|fp32]\n"
+    "  KIND: kernel, memcpy, memcpy2, memset, memory2, sync, runtime, driver, device,\n"
+    "        context, overhead\n"
     "  --kinds and --callbacks need --mode=cupti; --launches is for storm,\n"
-    "  --iterations and --gemm for loop. Prints one 'result ...' line.\n";
+    "  --iterations and --gemm for loop, --calls for getters. Prints one 'result ...' line.\n";
 
-enum class workload { storm, loop };
+enum class workload { storm, loop, getters };
 enum class mode { bare, cupti };
 
 // Option values and their names, for parsing and for the result line.
 template <typename T, std::size_t N>
 using names_of = std::array<std::pair<std::string_view, T>, N>;
-constexpr names_of<workload, 2> workload_names{
-    {{"storm", workload::storm}, {"loop", workload::loop}}};
+constexpr names_of<workload, 3> workload_names{
+    {{"storm", workload::storm}, {"loop", workload::loop}, {"getters", workload::getters}}};
 constexpr names_of<mode, 2> mode_names{{{"bare", mode::bare}, {"cupti", mode::cupti}}};
-constexpr names_of<callback_domains, 4> callback_names{{{"none", callback_domains::none},
-                                                        {"runtime", callback_domains::runtime},
-                                                        {"driver", callback_domains::driver},
-                                                        {"both", callback_domains::both}}};
+constexpr names_of<callback_set, 6> callback_names{{{"none", callback_set::none},
+                                                    {"runtime", callback_set::runtime},
+                                                    {"driver", callback_set::driver},
+                                                    {"both", callback_set::both},
+                                                    {"launch", callback_set::launch},
+                                                    {"ferret", callback_set::ferret}}};
 constexpr names_of<gemm_type, 2> gemm_names{{{"bf16", gemm_type::bf16}, {"fp32", gemm_type::fp32}}};
 
 template <typename T, std::size_t N>
@@ -114,9 +128,10 @@ struct options {
   workload work = workload::storm;
   mode how = mode::bare;
   std::vector<CUpti_ActivityKind> kinds;
-  callback_domains callbacks = callback_domains::none;
+  callback_set callbacks = callback_set::none;
   std::optional<std::int64_t> launches;
   std::optional<std::int64_t> iterations;
+  std::optional<std::int64_t> calls;
   std::optional<std::int64_t> warmup;
   std::optional<gemm_type> gemm;
   bool kinds_given = false;
@@ -140,8 +155,9 @@ std::optional<std::vector<CUpti_ActivityKind>> parse_kinds(std::string_view text
   std::vector<CUpti_ActivityKind> kinds;
   if (text.empty()) return std::nullopt;
   if (text == "none") return kinds;
-  if (text == "all") {
-    for (const auto& known : activity_kinds) kinds.push_back(known.kind);
+  if (text == "all" || text == "ferret") {
+    for (const auto& known : activity_kinds)
+      if (text == "all" ? known.in_all : known.in_ferret) kinds.push_back(known.kind);
     return kinds;
   }
   std::vector<bool> wanted(activity_kinds.size(), false);
@@ -212,6 +228,8 @@ std::variant<options, bad_arguments> parse_options(int argc, char** argv) {
       if (!count(1, parsed.launches)) return bad_value("a positive integer");
     } else if (name == "iterations") {
       if (!count(1, parsed.iterations)) return bad_value("a positive integer");
+    } else if (name == "calls") {
+      if (!count(1, parsed.calls)) return bad_value("a positive integer");
     } else if (name == "warmup") {
       if (!count(0, parsed.warmup)) return bad_value("a non-negative integer");
     } else if (name == "gemm") {
@@ -220,15 +238,18 @@ std::variant<options, bad_arguments> parse_options(int argc, char** argv) {
       return bad_arguments{fmt::format("unknown option --{}", name)};
     }
   }
-  const bool tracing_options = parsed.kinds_given || parsed.callbacks != callback_domains::none;
+  const bool tracing_options = parsed.kinds_given || parsed.callbacks != callback_set::none;
   if (parsed.how == mode::bare && tracing_options) {
     return bad_arguments{"--kinds and --callbacks need --mode=cupti"};
   }
-  if (parsed.work == workload::storm && (parsed.iterations || parsed.gemm)) {
+  if (parsed.work != workload::loop && (parsed.iterations || parsed.gemm)) {
     return bad_arguments{"--iterations and --gemm are for --workload=loop"};
   }
-  if (parsed.work == workload::loop && parsed.launches) {
+  if (parsed.work != workload::storm && parsed.launches) {
     return bad_arguments{"--launches is for --workload=storm"};
+  }
+  if (parsed.work != workload::getters && parsed.calls) {
+    return bad_arguments{"--calls is for --workload=getters"};
   }
   if (parsed.how == mode::cupti && !parsed.kinds_given) parsed.kinds = *parse_kinds("all");
   return parsed;
@@ -279,10 +300,14 @@ int run(const options& chosen) {
     settings.operations = chosen.launches.value_or(100000);
     settings.warmup = chosen.warmup.value_or(1000);
     seconds = run_storm(settings, before_timing);
-  } else {
+  } else if (chosen.work == workload::loop) {
     settings.operations = chosen.iterations.value_or(200);
     settings.warmup = chosen.warmup.value_or(10);
     seconds = run_loop(settings, before_timing);
+  } else {
+    settings.operations = chosen.calls.value_or(700000);
+    settings.warmup = chosen.warmup.value_or(7000);
+    seconds = run_getters(settings, before_timing);
   }
   const cupti_counts counts = tracing ? records_since(flush_cupti(), before) : cupti_counts{};
 
@@ -293,6 +318,8 @@ int run(const options& chosen) {
                   name_of(mode_names, chosen.how));
   if (chosen.work == workload::storm) {
     line += fmt::format("per_op_us={:.3f}", per_op * 1e6);
+  } else if (chosen.work == workload::getters) {
+    line += fmt::format("per_op_us={:.4f}", per_op * 1e6);
   } else {
     line +=
         fmt::format("per_op_ms={:.4f} gemm={}", per_op * 1e3, name_of(gemm_names, settings.gemm));
@@ -300,9 +327,10 @@ int run(const options& chosen) {
   line += fmt::format(" ops={} timed_s={:.6f} records={} dropped={}", settings.operations, seconds,
                       counts.records, counts.dropped);
   if (tracing) {
-    line += fmt::format(" kinds={} callbacks={} api_callbacks={} buffers={} declined={}",
-                        kinds_list(chosen.kinds), name_of(callback_names, chosen.callbacks),
-                        counts.api_callbacks, counts.buffers_allocated, counts.buffers_declined);
+    line += fmt::format(
+        " kinds={} callbacks={} api_callbacks={} buffers={} declined={} callbacks_refused={}",
+        kinds_list(chosen.kinds), name_of(callback_names, chosen.callbacks), counts.api_callbacks,
+        counts.buffers_allocated, counts.buffers_declined, counts.callbacks_refused);
     line += fmt::format(" records_by_kind={}", records_by_kind(counts));
   }
   fmt::print("{}\n", line);

@@ -1,43 +1,52 @@
 #!/usr/bin/env bash
 # run.sh — what tracing costs a CUDA program: bare, under a minimal CUPTI
-# tracer, and under ferret; prints two markdown tables.
+# subscriber in every configuration ferret's collector is made of, under
+# ferret, and (PyTorch) under torch.profiler; prints markdown tables.
 #
-#   bash benchmarks/cuda/run.sh <build-dir> [--quick] [--repeats N]
+#   bash benchmarks/cuda/run.sh <build-dir> [--quick] [--repeats N] [--only T,...]
 #
 # <build-dir> is a ferret build configured with -DFERRET_BUILD_BENCHMARKS=ON on
 # a machine with the CUDA toolkit; it may have been copied elsewhere: every
 # program is found relative to it (bin/ferret-cuda-overhead, bin/ferret-run,
-# lib/libferret_cupti.so).
+# bin/ferret-torch-small-ops.py, lib/libferret_cupti.so).
 #
-# Table 1, per workload (storm: µs per empty-kernel launch; loop: ms per
-# saxpy + GEMM + scalar read-back iteration; see main.cpp), the modes run
-# interleaved (bare, cupti, ferret, ferret summary, bare, ...) R times
-# (default 5, --quick 3):
-#   bare            the program alone
-#   cupti           the program's own minimal CUPTI tracer, every activity kind
-#                   a tracing tool needs (kernel, memcpy, memset, memory2, sync,
-#                   runtime, driver, overhead)
-#   ferret          the bare program under bin/ferret-run --backend chrome
-#                   (collector injected through CUDA_INJECTION64_PATH, trace to a
-#                   temporary file, deleted after the run)
-#   ferret summary  the same with --backend summary
-# Columns: median and min over the runs, the median's ratio to bare's median,
-# the records CUPTI delivered per run (cupti) or the events ferret's chrome
-# trace holds, the most records any run dropped, and the runs that succeeded.
+# Tables (--only picks some, comma-separated; all by default). Within a table
+# the rows run interleaved (row 1, row 2, ..., row 1, ...) R times, and the
+# table gives the median and the minimum of each row:
+#   storm    100 000 empty-kernel launches (µs per launch): bare; CUPTI's
+#            kernel kind alone; + the callbacks of the runtime's launch calls;
+#            + every callback ferret subscribes to; + every activity kind
+#            ferret enables but OVERHEAD; + OVERHEAD (ferret's CUPTI
+#            configuration, without ferret's own work); ferret (chrome trace) with FERRET_CUDA_API=work (default)
+#            and =all; the classic minimal tracer (8 kinds with runtime and
+#            driver API records). Target (issue 14): ferret's added time per
+#            launch ≤ 1.2× the kernel kind's.
+#   getters  700 000 calls of cudaGetDevice/cudaGetLastError, as PyTorch makes
+#            them per operation (ns per call): bare; ferret counting them
+#            (work), not subscribed to them (work-uncounted), recording them
+#            (all); the raw subscriber's callback on exactly ferret's calls.
+#   loop     200 iterations of saxpy + 4096³ bf16 GEMM + a 4-byte copy back
+#            (ms per iteration): bare, the classic minimal tracer, ferret.
+#   torch    20 000 small PyTorch operations (µs per operation,
+#            ferret-torch-small-ops.py): bare; ferret with FERRET_CUDA_API=work,
+#            work-uncounted and all; torch.profiler. Target: ferret slows it
+#            less than torch.profiler does. Left out without a python3 whose
+#            torch sees the GPU.
+# R is 11 for storm and getters, 5 for loop and torch; --quick: 9 and 3, and
+# half the launches, calls, iterations and operations; --repeats N: N for all.
+# Columns: median and minimum, what a row adds to bare (median − median, and
+# min − min), the ratio to bare, the records CUPTI delivered per run (raw
+# subscriber) or the events of ferret's chrome trace, the most any run
+# dropped, and the runs that succeeded.
 #
-# Table 2: the storm under the CUPTI tracer with growing activity-kind lists and
-# with API callbacks alone (no activity), 3 runs each, interleaved: what each
-# kind and each callback domain adds per launch.
-#
-# --quick: 50000 launches and 100 loop iterations (instead of 100000 and 200)
-# and 3 repeats. Every run's output goes to a log; with $OUT set, the report
-# and the log are saved as $OUT/gpu-bench-report.md and $OUT/gpu-bench-runs.log.
-# Exit status: 0; 77 when no CUDA device can be used; 1 on bad usage or when
-# the benchmark program is missing.
+# Every run's output goes to a log; with $OUT set, the report and the log are
+# saved as $OUT/gpu-bench-report.md and $OUT/gpu-bench-runs.log. Exit status:
+# 0; 77 when no CUDA device can be used; 1 on bad usage or when the benchmark
+# program is missing.
 set -uo pipefail
 
 usage() {
-  echo "usage: $0 <build-dir> [--quick] [--repeats N]" >&2
+  echo "usage: $0 <build-dir> [--quick] [--repeats N] [--only storm,getters,loop,torch]" >&2
   exit 1
 }
 [[ $# -ge 1 ]] || usage
@@ -45,6 +54,7 @@ build_dir=$1
 shift
 quick=0
 repeats=
+only=storm,getters,loop,torch
 while [[ $# -gt 0 ]]; do
   case $1 in
     --quick) quick=1 ;;
@@ -52,20 +62,26 @@ while [[ $# -gt 0 ]]; do
       [[ $# -ge 2 && $2 =~ ^[1-9][0-9]*$ ]] || usage
       repeats=$2
       shift ;;
+    --only)
+      [[ $# -ge 2 && $2 =~ ^(storm|getters|loop|torch)(,(storm|getters|loop|torch))*$ ]] || usage
+      only=$2
+      shift ;;
     *) usage ;;
   esac
   shift
 done
 if ((quick)); then
-  launches=50000 iterations=100 repeats=${repeats:-3}
+  launches=50000 calls=350000 iterations=100 torch_ops=10000 fine=9 coarse=3
 else
-  launches=100000 iterations=200 repeats=${repeats:-5}
+  launches=100000 calls=700000 iterations=200 torch_ops=20000 fine=11 coarse=5
 fi
-layer_repeats=3
+[[ -n $repeats ]] && fine=$repeats coarse=$repeats
+wanted() { [[ ,$only, == *,$1,* ]]; }
 
 program=$build_dir/bin/ferret-cuda-overhead
 ferret_run=$build_dir/bin/ferret-run
 collector=$build_dir/lib/libferret_cupti.so
+torch_script=$build_dir/bin/ferret-torch-small-ops.py
 if [[ ! -x $program ]]; then
   echo "$0: $program not found; configure with -DFERRET_BUILD_BENCHMARKS=ON (CUDA toolkit" \
        "needed) and build the ferret-cuda-overhead target" >&2
@@ -81,86 +97,136 @@ export LD_LIBRARY_PATH
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 log=$work/runs.log
-results=$work/results.tsv   # table  row  mode  value  records  dropped  api_callbacks
+results=$work/results.tsv   # table  row  value  records  dropped
 : >"$results"
 started=$SECONDS
 
-# Nothing of the caller's tracing setup may reach the bare and cupti runs.
-clean_env=(env -u CUDA_INJECTION64_PATH -u FERRET_BACKEND -u FERRET_OUTPUT)
+# Nothing of the caller's tracing setup may reach the runs.
+clean_env=(env -u CUDA_INJECTION64_PATH -u FERRET_BACKEND -u FERRET_OUTPUT -u FERRET_CUDA_API)
 
 # How the ferret rows inject the collector: ferret-run, or (builds without it)
 # the variables ferret-run would set.
 if [[ -x $ferret_run ]]; then
-  injection="bin/ferret-run --backend chrome (ferret) or --backend summary (ferret summary)"
+  injection="bin/ferret-run --backend chrome"
 elif [[ -f $collector ]]; then
-  injection="CUDA_INJECTION64_PATH=lib/libferret_cupti.so and FERRET_BACKEND=chrome or summary"
-  injection+=" (no bin/ferret-run in the build)"
+  injection="CUDA_INJECTION64_PATH=lib/libferret_cupti.so FERRET_BACKEND=chrome (no bin/ferret-run in the build)"
 else
   injection=
 fi
-ferret_prefix() {  # backend: sets the array `prefix` to the command that injects ferret
-  if [[ -x $ferret_run ]]; then
-    prefix=("${clean_env[@]}" "$ferret_run" --backend "$1" --output "$work/trace" --)
-  else
-    prefix=("${clean_env[@]}" CUDA_INJECTION64_PATH="$collector" FERRET_BACKEND="$1"
-            FERRET_OUTPUT="$work/trace")
-  fi
+
+# The tables' rows: "label|how". how: bare | cupti KINDS CALLBACKS |
+# ferret FERRET_CUDA_API | profiler (torch only).
+storm_rows=(
+  "bare|bare"
+  "CUPTI kernel kind alone|cupti kernel none"
+  "kernel + launch callbacks|cupti kernel launch"
+  "kernel + ferret's callbacks|cupti kernel ferret"
+  "ferret's kinds but overhead, and its callbacks|cupti kernel,memcpy,memcpy2,memset,memory2,sync,device,context ferret"
+  "ferret's kinds and callbacks (CUPTI's part of ferret)|cupti ferret ferret"
+  "ferret, FERRET_CUDA_API=work (default)|ferret work"
+  "ferret, FERRET_CUDA_API=all|ferret all"
+  "classic minimal tracer (8 kinds with runtime and driver records)|cupti all none"
+)
+getters_rows=(
+  "bare|bare"
+  "ferret, work (counted)|ferret work"
+  "ferret, work-uncounted (not subscribed)|ferret work-uncounted"
+  "ferret, all (recorded)|ferret all"
+  "raw callback on ferret's calls, no activity|cupti none ferret"
+)
+loop_rows=(
+  "bare|bare"
+  "classic minimal tracer|cupti all none"
+  "ferret, work (default)|ferret work"
+)
+torch_rows=(
+  "bare|bare"
+  "ferret, work (default)|ferret work"
+  "ferret, work-uncounted|ferret work-uncounted"
+  "ferret, all|ferret all"
+  "torch.profiler (CPU and CUDA activities)|profiler"
+)
+
+# The command of one row of one table, into the array `command`.
+row_command() {  # table how...
+  local table=$1
+  shift
+  local -a workload prefix=("${clean_env[@]}")
+  case $table in
+    storm) workload=("$program" --workload=storm --launches="$launches") ;;
+    getters) workload=("$program" --workload=getters --calls="$calls") ;;
+    loop) workload=("$program" --workload=loop --iterations="$iterations") ;;
+    torch) workload=(python3 "$torch_script" --ops "$torch_ops") ;;
+  esac
+  case $1 in
+    bare)
+      command=("${prefix[@]}" "${workload[@]}")
+      [[ $table != torch ]] && command+=(--mode=bare) ;;
+    cupti) command=("${prefix[@]}" "${workload[@]}" --mode=cupti --kinds="$2" --callbacks="$3") ;;
+    profiler) command=("${prefix[@]}" "${workload[@]}" --profiler) ;;
+    ferret)
+      if [[ -x $ferret_run ]]; then
+        prefix+=(FERRET_CUDA_API="$2" "$ferret_run" --backend chrome --output "$work/trace" --)
+      else
+        prefix+=(FERRET_CUDA_API="$2" CUDA_INJECTION64_PATH="$collector" FERRET_BACKEND=chrome
+                 FERRET_OUTPUT="$work/trace")
+      fi
+      command=("${prefix[@]}" "${workload[@]}")
+      [[ $table != torch ]] && command+=(--mode=bare) ;;
+  esac
 }
 
 field() {  # name line: the value of name=value in a result line
   sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<"$2"
 }
 
-# run_once table row mode command...: runs one case, appends its numbers to
+# run_once table label how...: runs one row once, appends its numbers to
 # $results (an empty value when it failed), its whole output to the log.
 run_once() {
-  local table=$1 row=$2 mode=$3
-  shift 3
-  local output status line value records dropped callbacks
-  output=$(timeout --kill-after=10 300 "$@" 2>&1)
+  local table=$1 label=$2
+  shift 2
+  local -a command
+  row_command "$table" "$@"
+  local output status line value records dropped
+  output=$(timeout --kill-after=10 300 "${command[@]}" 2>&1)
   status=$?
-  rm -f "$work"/trace*
+  rm -rf "$work"/trace*
   {
-    echo "### $table | $row | $mode (exit $status): $*"
+    echo "### $table | $label (exit $status): ${command[*]}"
     echo "$output"
   } >>"$log"
   line=$(grep '^result ' <<<"$output" | tail -n 1)
   value=$(sed -n 's/.* per_op_[um]s=\([0-9.]*\).*/\1/p' <<<"$line")
   if [[ $status -ne 0 || -z $value ]]; then
-    echo "  $table / $row / $mode: failed (exit $status), see the log" >&2
+    echo "  $table / $label: failed (exit $status), see the log" >&2
     value=
   fi
   records=$(field records "$line")
   dropped=$(field dropped "$line")
-  callbacks=$(field api_callbacks "$line")
-  # ferret rows: the chrome backend's exit line says how many events it wrote.
-  if [[ $mode == ferret* ]]; then
-    records=$(sed -n 's/^ferret: .*(\([0-9]*\) events).*/\1/p' <<<"$output" | tail -n 1)
+  if [[ $1 == ferret ]]; then
+    # The chrome backend's exit line says how many events it wrote.
+    records=$(sed -n 's/^ferret: chrome trace: .*(\([0-9]*\) events).*/\1/p' <<<"$output" | tail -n 1)
     dropped=$(grep -ciE '^ferret: .*(dropped|lost)' <<<"$output")
+  elif [[ $table == torch ]]; then
+    records= dropped=
   fi
-  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$table" "$row" "$mode" "$value" "${records:-}" \
-    "${dropped:-}" "${callbacks:-}" >>"$results"
+  printf '%s\t%s\t%s\t%s\t%s\n' "$table" "$label" "$value" "${records:-}" "${dropped:-}" >>"$results"
 }
 
-# The arguments of one workload, and the command of one mode.
-workload_args() {  # workload
-  if [[ $1 == storm ]]; then
-    echo "--workload=storm --launches=$launches"
-  else
-    echo "--workload=loop --iterations=$iterations"
-  fi
-}
-run_mode() {  # workload mode
-  local -a args prefix
-  read -r -a args <<<"$(workload_args "$1")"
-  case $2 in
-    bare | cupti) prefix=("${clean_env[@]}") ;;
-    ferret) ferret_prefix chrome ;;
-    "ferret summary") ferret_prefix summary ;;
-  esac
-  local program_mode=bare
-  [[ $2 == cupti ]] && program_mode=cupti
-  run_once modes "$1" "$2" "${prefix[@]}" "$program" "${args[@]}" --mode=$program_mode
+# run_table table repeats rows...: every row once, in order, `repeats` times.
+run_table() {
+  local table=$1 repeats=$2
+  shift 2
+  local rep row
+  echo "  $table: $# rows x $repeats runs ..." >&2
+  for ((rep = 1; rep <= repeats; ++rep)); do
+    for row in "$@"; do
+      local -a how
+      read -r -a how <<<"${row#*|}"
+      if [[ ${how[0]} == ferret && -z $injection ]]; then continue; fi
+      run_once "$table" "${row%%|*}" "${how[@]}"
+    done
+  done
 }
 
 # A first short run: is there a GPU, what is it; it also loads the libraries
@@ -178,54 +244,28 @@ fi
 device_info=$(grep '^info ' <<<"$probe" | head -n 1 | sed 's/^info //')
 gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)
 driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -n 1)
-"${clean_env[@]}" "$program" --workload=loop --iterations=2 --mode=bare >>"$log" 2>&1
 
-# Table 2: configuration name, then the program's CUPTI arguments ("" = bare).
-layers=(
-  "bare" ""
-  "kernel" "--kinds=kernel"
-  "+ memcpy, memset, memory2, sync" "--kinds=kernel,memcpy,memset,memory2,sync"
-  "+ runtime" "--kinds=kernel,memcpy,memset,memory2,sync,runtime"
-  "+ driver" "--kinds=kernel,memcpy,memset,memory2,sync,runtime,driver"
-  "+ overhead (all: the cupti mode)" "--kinds=all"
-  "runtime API callbacks, no activity" "--kinds=none --callbacks=runtime"
-  "runtime + driver API callbacks, no activity" "--kinds=none --callbacks=both"
-)
-
-modes=(bare cupti)
-if [[ -n $injection ]]; then
-  modes+=(ferret "ferret summary")
+torch_note=
+if wanted torch; then
+  if [[ ! -f $torch_script ]]; then
+    torch_note="left out: no $torch_script"
+  elif ! torch_probe=$(python3 -c 'import torch; assert torch.cuda.is_available(), "torch sees no GPU"; print(torch.__version__)' 2>&1); then
+    torch_note="left out: python3 cannot use torch on the GPU ($(tail -n 1 <<<"$torch_probe"))"
+  else
+    torch_version=$(tail -n 1 <<<"$torch_probe")
+  fi
 fi
-echo "ferret-cuda-overhead: ${#modes[@]} modes x $repeats runs per workload, then" \
-     "$((${#layers[@]} / 2)) storm configurations x $layer_repeats runs" >&2
-for workload in storm loop; do
-  echo "  $workload ..." >&2
-  for ((rep = 1; rep <= repeats; ++rep)); do
-    for mode in "${modes[@]}"; do
-      run_mode "$workload" "$mode"
-    done
-  done
-done
 
-echo "  storm per CUPTI kind and callback domain ..." >&2
-for ((rep = 1; rep <= layer_repeats; ++rep)); do
-  for ((i = 0; i < ${#layers[@]}; i += 2)); do
-    name=${layers[i]}
-    read -r -a cupti_args <<<"${layers[i + 1]}"
-    if [[ ${#cupti_args[@]} -eq 0 ]]; then
-      run_once layers "$name" bare "${clean_env[@]}" "$program" --workload=storm \
-        --launches="$launches" --mode=bare
-    else
-      run_once layers "$name" cupti "${clean_env[@]}" "$program" --workload=storm \
-        --launches="$launches" --mode=cupti "${cupti_args[@]}"
-    fi
-  done
-done
+echo "ferret-cuda-overhead: tables $only" >&2
+wanted storm && run_table storm "$fine" "${storm_rows[@]}"
+wanted getters && run_table getters "$fine" "${getters_rows[@]}"
+wanted loop && run_table loop "$coarse" "${loop_rows[@]}"
+wanted torch && [[ -z $torch_note ]] && run_table torch "$coarse" "${torch_rows[@]}"
 
-# stats table row mode: "median|min|runs ok|runs|median records|most dropped|median callbacks"
+# stats table label: "median|min|runs ok|runs|median records|most dropped"
 # (empty when none; "|" because read collapses empty tab-separated fields)
 stats() {
-  awk -F'\t' -v table="$1" -v row="$2" -v mode="$3" '
+  awk -F'\t' -v table="$1" -v row="$2" '
     function median(values, n,    sorted, i, j, t) {
       if (n == 0) return ""
       for (i = 1; i <= n; ++i) sorted[i] = values[i]
@@ -235,85 +275,137 @@ stats() {
         }
       return n % 2 ? sorted[(n + 1) / 2] : (sorted[n / 2] + sorted[n / 2 + 1]) / 2
     }
-    $1 == table && $2 == row && $3 == mode {
+    $1 == table && $2 == row {
       ++runs
-      if ($4 != "") { ok_values[++ok] = $4 + 0; if (min == "" || $4 + 0 < min) min = $4 + 0 }
-      if ($5 != "") records[++nrecords] = $5 + 0
-      if ($6 != "" && (dropped == "" || $6 + 0 > dropped)) dropped = $6 + 0
-      if ($7 != "") callbacks[++ncallbacks] = $7 + 0
+      if ($3 != "") { ok_values[++ok] = $3 + 0; if (min == "" || $3 + 0 < min) min = $3 + 0 }
+      if ($4 != "") records[++nrecords] = $4 + 0
+      if ($5 != "" && (dropped == "" || $5 + 0 > dropped)) dropped = $5 + 0
     }
     END {
-      printf "%s|%s|%d|%d|%s|%s|%s\n", median(ok_values, ok), min, ok, runs,
-             median(records, nrecords), dropped, median(callbacks, ncallbacks)
+      printf "%s|%s|%d|%d|%s|%s\n", median(ok_values, ok), min, ok, runs,
+             median(records, nrecords), dropped
     }' "$results"
 }
-number() {  # printf format, value ("" stays "—")
+calc() {  # awk expression over v, w: the result, or "" when an input is empty
+  local expression=$1 v=${2:-} w=${3:-}
+  [[ -z $v || ( $expression == *w* && -z $w ) ]] && return
+  LC_ALL=C awk -v v="$v" -v w="$w" "BEGIN { print $expression }"
+}
+shown() {  # printf format, value ("" stays "—")
   # shellcheck disable=SC2059  # the format is the caller's
   if [[ -z $2 ]]; then echo "—"; else LC_ALL=C printf "$1" "$2"; fi
 }
-ratio() {  # value bare: "1.23×"
-  if [[ -z $1 || -z $2 ]]; then
-    echo "—"
-  else
-    LC_ALL=C awk -v v="$1" -v b="$2" 'BEGIN { printf "%.2f×", v / b }'
-  fi
+
+# table_report table unit format scale rows...: one markdown table. Values are
+# multiplied by `scale` for display (1000: µs shown as ns).
+table_report() {
+  local table=$1 unit=$2 format=$3 scale=$4
+  shift 4
+  local bare_median bare_min row label median min ok runs records dropped added=${format/\%/%+}
+  IFS='|' read -r bare_median bare_min _ <<<"$(stats "$table" bare)"
+  echo "| configuration | median $unit | min | added (median) | added (min) | ratio to bare |" \
+       "records/events per run | dropped | runs ok |"
+  echo "|---|---|---|---|---|---|---|---|---|"
+  for row in "$@"; do
+    label=${row%%|*}
+    IFS='|' read -r median min ok runs records dropped <<<"$(stats "$table" "$label")"
+    [[ $runs == 0 ]] && continue
+    echo "| $label | $(shown "$format" "$(calc "v * $scale" "$median")") |" \
+         "$(shown "$format" "$(calc "v * $scale" "$min")") |" \
+         "$(shown "$added" "$(calc "(v - w) * $scale" "$median" "$bare_median")") |" \
+         "$(shown "$added" "$(calc "(v - w) * $scale" "$min" "$bare_min")") |" \
+         "$(shown "%.2f×" "$(calc "v / w" "$median" "$bare_median")") |" \
+         "$(shown %.0f "$records") | ${dropped:-—} | $ok/$runs |"
+  done
+}
+
+# What `label` adds over bare divided by what `reference` adds, by medians and by minima.
+added_ratio() {  # table label reference -> "median_ratio|min_ratio"
+  local b_med b_min l_med l_min r_med r_min
+  IFS='|' read -r b_med b_min _ <<<"$(stats "$1" bare)"
+  IFS='|' read -r l_med l_min _ <<<"$(stats "$1" "$2")"
+  IFS='|' read -r r_med r_min _ <<<"$(stats "$1" "$3")"
+  local by_median by_min
+  by_median=$(calc "(v - w)" "$l_med" "$b_med")
+  by_median=$(calc "v / w" "$by_median" "$(calc "(v - w)" "$r_med" "$b_med")")
+  by_min=$(calc "(v - w)" "$l_min" "$b_min")
+  by_min=$(calc "v / w" "$by_min" "$(calc "(v - w)" "$r_min" "$b_min")")
+  echo "$by_median|$by_min"
+}
+verdict() {  # value limit -> "met" / "not met" / "—"
+  [[ -z $1 ]] && { echo "—"; return; }
+  LC_ALL=C awk -v v="$1" -v l="$2" 'BEGIN { print (v <= l ? "met" : "not met") }'
 }
 
 report() {
-  echo "## GPU tracing overhead (ferret-cuda-overhead)"
+  echo "## GPU tracing overhead (benchmarks/cuda/run.sh)"
   echo
   echo "- GPU: ${gpu_name:-unknown (no nvidia-smi)}, driver ${driver:-unknown}; $device_info"
-  echo "- Date: $(date -u '+%Y-%m-%d %H:%M UTC'), host $(uname -n)"
-  echo "- Storm: $launches empty-kernel launches + 1 sync; loop: $iterations iterations of saxpy" \
-       "(16M floats) + 4096³ bf16 GEMM + 4-byte D2H copy + sync; warm-up excluded"
+  echo "- Date: $(date -u '+%Y-%m-%d %H:%M UTC'), host $(uname -n); tables: $only" \
+       "($fine runs each for storm and getters, $coarse for loop and torch, interleaved)"
   if [[ -n $injection ]]; then
-    echo "- ferret rows: the bare program under $injection"
+    echo "- ferret rows: the bare program under $injection, FERRET_CUDA_API as named"
   else
     echo "- ferret rows left out: neither bin/ferret-run nor lib/libferret_cupti.so in $build_dir"
   fi
-  echo
-  echo "| workload | mode | median | min | ratio to bare | records/events per run | dropped |" \
-       "runs ok |"
-  echo "|---|---|---|---|---|---|---|---|"
-  local workload mode unit format median min ok runs records dropped callbacks bare_median
-  for workload in storm loop; do
-    unit="µs/launch" format="%.3f"
-    [[ $workload == loop ]] && unit="ms/iter" format="%.4f"
-    IFS='|' read -r bare_median _ <<<"$(stats modes "$workload" bare)"
-    for mode in "${modes[@]}"; do
-      IFS='|' read -r median min ok runs records dropped callbacks \
-        <<<"$(stats modes "$workload" "$mode")"
-      echo "| $workload | $mode | $(number "$format" "$median")${median:+ $unit} |" \
-           "$(number "$format" "$min") | $(ratio "$median" "$bare_median") |" \
-           "$(number %.0f "$records") | ${dropped:-—} | $ok/$runs |"
-    done
-  done
-  echo
-  echo "Storm under the CUPTI tracer, per activity kind and API callback domain" \
-       "($layer_repeats runs each, µs per launch):"
-  echo
-  echo "| configuration | median | min | ratio to bare | added µs/launch | records per run |" \
-       "API callbacks per run | dropped | runs ok |"
-  echo "|---|---|---|---|---|---|---|---|---|"
-  local name added
-  IFS='|' read -r bare_median _ <<<"$(stats layers bare bare)"
-  for ((i = 0; i < ${#layers[@]}; i += 2)); do
-    name=${layers[i]}
-    if [[ -z ${layers[i + 1]} ]]; then mode=bare; else mode=cupti; fi
-    IFS='|' read -r median min ok runs records dropped callbacks \
-      <<<"$(stats layers "$name" "$mode")"
-    added="—"
-    if [[ -n $median && -n $bare_median ]]; then
-      added=$(LC_ALL=C awk -v v="$median" -v b="$bare_median" 'BEGIN { printf "%+.3f", v - b }')
+  if wanted storm; then
+    echo
+    echo "### Launch storm: $launches empty-kernel launches, µs per launch"
+    echo
+    table_report storm "µs/launch" "%.3f" 1 "${storm_rows[@]}"
+    local ratios by_median by_min
+    ratios=$(added_ratio storm "ferret, FERRET_CUDA_API=work (default)" "CUPTI kernel kind alone")
+    IFS='|' read -r by_median by_min <<<"$ratios"
+    echo
+    echo "Target: ferret's added time per launch ≤ 1.2× the kernel kind's:" \
+         "$(shown %.2f× "$by_median") by medians ($(verdict "$by_median" 1.2))," \
+         "$(shown %.2f× "$by_min") by minima ($(verdict "$by_min" 1.2))."
+    ratios=$(added_ratio storm "ferret, FERRET_CUDA_API=work (default)" \
+                               "ferret's kinds and callbacks (CUPTI's part of ferret)")
+    IFS='|' read -r by_median by_min <<<"$ratios"
+    echo "ferret's added time over CUPTI's part of it (its kinds and callbacks in the raw" \
+         "subscriber): $(shown %.2f× "$by_median") by medians, $(shown %.2f× "$by_min") by minima."
+  fi
+  if wanted getters; then
+    echo
+    echo "### Calls that launch nothing: $calls calls of cudaGetDevice / cudaGetLastError" \
+         "(6:1, as PyTorch per operation), ns per call"
+    echo
+    table_report getters "ns/call" "%.1f" 1000 "${getters_rows[@]}"
+  fi
+  if wanted loop; then
+    echo
+    echo "### Loop: $iterations iterations of saxpy (16M floats) + 4096³ bf16 GEMM + 4-byte" \
+         "copy back + sync, ms per iteration"
+    echo
+    table_report loop "ms/iter" "%.4f" 1 "${loop_rows[@]}"
+  fi
+  if wanted torch; then
+    echo
+    if [[ -n $torch_note ]]; then
+      echo "### PyTorch small operations: $torch_note"
+    else
+      echo "### PyTorch $torch_version: $torch_ops small operations (x * 0.999 + 0.001 on 4096" \
+           "floats), µs per operation"
+      echo
+      table_report torch "µs/op" "%.3f" 1 "${torch_rows[@]}"
+      local bare ferret profiler
+      IFS='|' read -r bare _ <<<"$(stats torch bare)"
+      IFS='|' read -r ferret _ <<<"$(stats torch "ferret, work (default)")"
+      IFS='|' read -r profiler _ <<<"$(stats torch "torch.profiler (CPU and CUDA activities)")"
+      local ferret_ratio profiler_ratio
+      ferret_ratio=$(calc "v / w" "$ferret" "$bare")
+      profiler_ratio=$(calc "v / w" "$profiler" "$bare")
+      echo
+      echo "Target: ferret slows the loop less than torch.profiler: ferret" \
+           "$(shown %.2f× "$ferret_ratio"), torch.profiler $(shown %.2f× "$profiler_ratio")" \
+           "($(verdict "$ferret_ratio" "${profiler_ratio:-0}"))."
     fi
-    echo "| $name | $(number %.3f "$median") | $(number %.3f "$min") |" \
-         "$(ratio "$median" "$bare_median") | $added | $(number %.0f "$records") |" \
-         "$(number %.0f "$callbacks") | ${dropped:-—} | $ok/$runs |"
-  done
+  fi
   echo
   echo "Total time: $((SECONDS - started)) s. Records: CUPTI activity records of the timed part" \
-       "and teardown (cupti), events in ferret's chrome trace (ferret); dropped: most records" \
-       "a run dropped (cupti), ferret exit lines reporting drops (ferret)."
+       "and teardown (raw subscriber), events in ferret's chrome trace (ferret); dropped: most" \
+       "records a run dropped (raw subscriber), ferret exit lines reporting drops (ferret)."
 }
 
 report_text=$(report)

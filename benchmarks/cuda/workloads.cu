@@ -235,4 +235,27 @@ double run_loop(const workload_settings& settings, const std::function<void()>& 
   return seconds;
 }
 
+namespace {
+void call_getters(std::int64_t calls) {
+  int device = -1;
+  for (std::int64_t i = 0; i < calls; ++i) {
+    if (i % 7 == 6)
+      check(cudaGetLastError(), "cudaGetLastError");
+    else
+      check(cudaGetDevice(&device), "cudaGetDevice");
+  }
+}
+}  // namespace
+
+double run_getters(const workload_settings& settings, const std::function<void()>& before_timing) {
+  check(cudaSetDevice(0), "cudaSetDevice");
+  check(cudaFree(nullptr), "cudaFree");  // the context, before anything is timed
+  call_getters(settings.warmup);
+  before_timing();
+
+  const auto start = std::chrono::steady_clock::now();
+  call_getters(settings.operations);
+  return seconds_since(start);
+}
+
 }  // namespace ferret_bench

@@ -27,7 +27,7 @@ std::string device_description();
 enum class gemm_type { bf16, fp32 };
 
 struct workload_settings {
-  std::int64_t operations;  // launches (storm) or iterations (loop)
+  std::int64_t operations;  // launches (storm), iterations (loop) or calls (getters)
   std::int64_t warmup;      // the same, untimed, before `before_timing`
   gemm_type gemm;           // loop only
 };
@@ -41,5 +41,9 @@ struct workload_settings {
 //        (what reading a loss value each step does).
 double run_storm(const workload_settings& settings, const std::function<void()>& before_timing);
 double run_loop(const workload_settings& settings, const std::function<void()>& before_timing);
+// getters: `operations` calls, in rounds of six cudaGetDevice and one
+//          cudaGetLastError (what PyTorch calls per tensor operation besides
+//          the launch); a partial last round keeps the count exact.
+double run_getters(const workload_settings& settings, const std::function<void()>& before_timing);
 
 }  // namespace ferret_bench

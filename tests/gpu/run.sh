@@ -3,9 +3,9 @@
 #   bash tests/gpu/run.sh [build-dir [benchmark options]]
 # Uses build-dir (default build/gpu) when it holds the GPU test programs (a
 # build carried from another machine: tests/gpu/carry.sh); otherwise configures and builds
-# (Release) into build/gpu. Then runs gpu_trace_test directly (CTest files hold
-# the absolute paths of the machine that configured them), then
-# benchmarks/cuda/run.sh when present (with the benchmark options given, by
+# (Release) into build/gpu. Then runs gpu_trace_test and gpu_cuda_api_test
+# directly (CTest files hold the absolute paths of the machine that configured
+# them), then benchmarks/cuda/run.sh when present (with the benchmark options given, by
 # default --quick: the whole pass must fit in one 10-minute command on the GPU
 # machine), and prints a summary: date, GPU, test results, benchmark table.
 # With $OUT set, the summary, the logs and the traces (one archive) are saved
@@ -30,7 +30,7 @@ if [[ ! -x $build/bin/gpu_trace_test ]]; then
   [[ -f $root/benchmarks/cuda/CMakeLists.txt ]] && benchmarks=ON
   if ! { cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DFERRET_CUDA=ON \
            -DFERRET_BUILD_TESTS=ON -DFERRET_BUILD_BENCHMARKS=$benchmarks &&
-         cmake --build "$build" --target gpu_trace_test cuda-streams ferret_report; } > "$work/build.log" 2>&1; then
+         cmake --build "$build" --target gpu_trace_test gpu_cuda_api_test cuda-streams ferret_report; } > "$work/build.log" 2>&1; then
     tail -n 30 "$work/build.log"
     note "the build failed (log above)"
     [[ -n ${OUT:-} ]] && cp "$work/build.log" "$OUT/build.log"
@@ -96,6 +96,18 @@ FERRET_GPU_TEST_OUTPUT=$work/traces "$build/bin/gpu_trace_test" "${test_filter[@
   tee "$work/gpu_trace_test.log"
 test_status=${PIPESTATUS[0]}
 
+# The CUDA collector's API side: event polling, FERRET_CUDA_API, PyTorch
+# against torch.profiler (tests/gpu/cuda_api_test.cpp).
+cuda_api_status=none
+if [[ -x $build/bin/gpu_cuda_api_test ]]; then
+  mkdir -p "$work/traces/cuda-api"
+  FERRET_GPU_TEST_OUTPUT=$work/traces/cuda-api "$build/bin/gpu_cuda_api_test" "${test_filter[@]}" 2>&1 |
+    tee "$work/gpu_cuda_api_test.log"
+  cuda_api_status=${PIPESTATUS[0]}
+else
+  note "no $build/bin/gpu_cuda_api_test: the CUDA API cases are left out"
+fi
+
 benchmark_status=none
 if [[ -f $root/benchmarks/cuda/run.sh && -z ${FERRET_GPU_TEST_CASES:-} ]]; then
   OUT=${OUT:+$OUT/benchmark} bash "$root/benchmarks/cuda/run.sh" "$build" "${benchmark_options[@]}" 2>&1 |
@@ -123,9 +135,17 @@ esac
   echo "build: $build"
   echo "gpu_trace_test: $tests"
   grep -E '^(skipped:|clock alignment:|overlap:|openmp offload:|\[doctest\] (test cases|assertions):)' "$work/gpu_trace_test.log"
+  if [[ $cuda_api_status != none ]]; then
+    case $cuda_api_status in
+      0) echo "gpu_cuda_api_test: passed" ;;
+      77) echo "gpu_cuda_api_test: skipped" ;;
+      *) echo "gpu_cuda_api_test: FAILED (status $cuda_api_status)" ;;
+    esac
+    grep -E '^(skipped:|cuda-api-test:|\[doctest\] (test cases|assertions):)' "$work/gpu_cuda_api_test.log"
+  fi
   if [[ $benchmark_status != none ]]; then
     echo "benchmarks/cuda/run.sh: status $benchmark_status"
-    grep -E '^\|' "$work/benchmark.log"
+    grep -E '^(\||###|Target:|ferret.s added)' "$work/benchmark.log"
   fi
 } > "$work/summary.md"
 echo
@@ -133,10 +153,13 @@ cat "$work/summary.md"
 
 if [[ -n ${OUT:-} ]]; then
   cp "$work/summary.md" "$work/gpu_trace_test.log" "$OUT/"
+  [[ -f $work/gpu_cuda_api_test.log ]] && cp "$work/gpu_cuda_api_test.log" "$OUT/"
   [[ -f $work/build.log ]] && cp "$work/build.log" "$OUT/"
   [[ -f $work/benchmark.log ]] && cp "$work/benchmark.log" "$OUT/"
   [[ -f $work/report.log ]] && cp "$work/report.log" "$OUT/"
   [[ -d $work/report ]] && cp -r "$work/report" "$OUT/report"
   tar -czf "$OUT/traces.tar.gz" -C "$work" traces
 fi
-[[ $test_status == 0 || $test_status == 77 ]] && [[ $benchmark_status == none || $benchmark_status == 0 ]]
+[[ $test_status == 0 || $test_status == 77 ]] &&
+  [[ $cuda_api_status == none || $cuda_api_status == 0 || $cuda_api_status == 77 ]] &&
+  [[ $benchmark_status == none || $benchmark_status == 0 ]]

@@ -1,21 +1,23 @@
-// collector.cpp — the CUDA collector: CUPTI callbacks and activity buffers.
+// collector.cpp — the CUDA collector: CUPTI subscription, activity buffers,
+// devices, clock.
 //
 //   application thread                      ferret's drain thread
 //   ──────────────────                      ─────────────────────
-//   cudaLaunchKernel ─▶ API callback:       collect(): cuptiActivityFlushAll
-//     region "cudaLaunchKernel" begin        ─▶ buffer callbacks decode the
-//     kind_correlation event (corr id)          records into `completed_`
-//     (memcpy/memset: data objects by id)    hand them to the runtime, which
-//     ...region end                          matches corr ids with the drained
+//   cudaLaunchKernel ─▶ API callback        collect(): cuptiActivityFlushAll
+//     (api_calls.cpp: region, correlation    ─▶ buffer callbacks decode the
+//     id, data objects)                         records into `completed_`
+//                                            hand them to the runtime, which
+//                                            matches corr ids with the drained
 //                                            correlation events (calling context)
 //
-// API calls are recorded through the callback API, on the thread's own event
-// buffer and clock, so they nest exactly inside the annotated regions. GPU
-// work comes from the activity API with CUPTI's timestamps on
-// CLOCK_MONOTONIC_RAW (our timestamp callback), which is what the runtime's
-// host clock is mapped to. If the callback cannot be registered, a measured
-// offset between cuptiGetTimestamp() and CLOCK_MONOTONIC_RAW, refreshed at
-// every drain, maps CUPTI's own clock instead.
+// API calls are recorded through the callback API (api_calls.hpp), on the
+// thread's own event buffer and clock, so they nest exactly inside the
+// annotated regions; FERRET_CUDA_API chooses which (api_table.cpp). GPU work
+// comes from the activity API with CUPTI's timestamps on CLOCK_MONOTONIC_RAW
+// (our timestamp callback), which is what the runtime's host clock is mapped
+// to. If the callback cannot be registered, a measured offset between
+// cuptiGetTimestamp() and CLOCK_MONOTONIC_RAW, refreshed at every drain, maps
+// CUPTI's own clock instead.
 #include <cupti.h>
 #include <dlfcn.h>
 #include <time.h>
@@ -25,15 +27,16 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
-#include <cstring>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
-#include "ferret/ferret.hpp"
+#include "api_calls.hpp"
+#include "api_table.hpp"
+#include "ferret/runtime/api_policy.hpp"
 #include "ferret/runtime/runtime.hpp"
-#include "occupancy.hpp"
 #include "record_decoder.hpp"
 
 namespace ferret::cupti {
@@ -41,7 +44,6 @@ namespace {
 
 using runtime::gpu_activity;
 using runtime::gpu_device_info;
-using runtime::memory_kind;
 
 std::int64_t monotonic_raw_ns() noexcept {
   timespec ts{};
@@ -55,280 +57,6 @@ std::string cupti_error(CUptiResult result) {
   const char* text = nullptr;
   if (cuptiGetResultString(result, &text) != CUPTI_SUCCESS || text == nullptr) return fmt::format("CUPTI error {}", static_cast<int>(result));
   return text;
-}
-
-// What an API call means for attribution. Everything else is only a region.
-enum class role : std::uint8_t {
-  other,
-  launch,       // kernels, graphs
-  work,         // other calls that start GPU work (their addresses are not read)
-  copy,         // params start with (destination, source)
-  copy_peer,    // cudaMemcpyPeer[Async]
-  copy_2d,      // cudaMemcpy2D[Async]
-  set,          // params start with the destination
-  allocate,     // device memory; the result pointer is written on exit
-  allocate_managed,
-  allocate_pinned,
-  release,
-  release_host,
-  synchronize,
-  reset,  // cudaDeviceReset: deliver the device's records first
-};
-
-struct api_table {
-  std::vector<role> runtime_roles = std::vector<role>(CUPTI_RUNTIME_TRACE_CBID_SIZE, role::other);
-  std::vector<role> driver_roles = std::vector<role>(CUPTI_DRIVER_TRACE_CBID_SIZE, role::other);
-  std::vector<CUpti_CallbackId> traced_driver_calls;
-
-  api_table() {
-    const auto runtime_calls = [&](role r, std::initializer_list<CUpti_CallbackId> ids) {
-      for (const CUpti_CallbackId id : ids) runtime_roles[id] = r;
-    };
-    const auto driver_calls = [&](role r, std::initializer_list<CUpti_CallbackId> ids) {
-      for (const CUpti_CallbackId id : ids) {
-        driver_roles[id] = r;
-        traced_driver_calls.push_back(id);
-      }
-    };
-    runtime_calls(role::launch, {CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
-                                 CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
-                                 CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,
-                                 CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
-                                 CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
-                                 CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000,
-                                 CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
-                                 CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000});
-    runtime_calls(role::copy, {CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020,
-                               CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_ptds_v7000,
-                               CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020,
-                               CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_ptsz_v7000});
-    runtime_calls(role::copy_peer, {CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyPeer_v4000,
-                                    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyPeerAsync_v4000});
-    runtime_calls(role::copy_2d, {CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2D_v3020,
-                                  CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2D_ptds_v7000,
-                                  CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DAsync_v3020,
-                                  CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DAsync_ptsz_v7000});
-    runtime_calls(role::set, {CUPTI_RUNTIME_TRACE_CBID_cudaMemset_v3020,
-                              CUPTI_RUNTIME_TRACE_CBID_cudaMemset_ptds_v7000,
-                              CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020,
-                              CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_ptsz_v7000,
-                              CUPTI_RUNTIME_TRACE_CBID_cudaMemset2D_v3020,
-                              CUPTI_RUNTIME_TRACE_CBID_cudaMemset2D_ptds_v7000,
-                              CUPTI_RUNTIME_TRACE_CBID_cudaMemset2DAsync_v3020,
-                              CUPTI_RUNTIME_TRACE_CBID_cudaMemset2DAsync_ptsz_v7000});
-    runtime_calls(role::allocate, {CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020,
-                                   CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_v11020,
-                                   CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_ptsz_v11020,
-                                   CUPTI_RUNTIME_TRACE_CBID_cudaMallocFromPoolAsync_v11020,
-                                   CUPTI_RUNTIME_TRACE_CBID_cudaMallocFromPoolAsync_ptsz_v11020});
-    runtime_calls(role::allocate_managed, {CUPTI_RUNTIME_TRACE_CBID_cudaMallocManaged_v6000});
-    runtime_calls(role::allocate_pinned, {CUPTI_RUNTIME_TRACE_CBID_cudaMallocHost_v3020,
-                                          CUPTI_RUNTIME_TRACE_CBID_cudaHostAlloc_v3020});
-    runtime_calls(role::release, {CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020,
-                                  CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_v11020,
-                                  CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_ptsz_v11020});
-    runtime_calls(role::release_host, {CUPTI_RUNTIME_TRACE_CBID_cudaFreeHost_v3020});
-    runtime_calls(role::synchronize, {CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020,
-                                      CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020,
-                                      CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_ptsz_v7000,
-                                      CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020,
-                                      CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_v3020,
-                                      CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_ptsz_v7000});
-    runtime_calls(role::reset, {CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020});
-
-    // Driver calls: only those that start GPU work, for programs and
-    // libraries (cuBLAS, Triton, NCCL) that skip the runtime API.
-    driver_calls(role::launch, {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
-                                CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
-                                CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
-                                CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
-                                CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
-                                CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
-                                CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,
-                                CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz});
-    driver_calls(role::copy, {CUPTI_DRIVER_TRACE_CBID_cuMemcpy,
-                              CUPTI_DRIVER_TRACE_CBID_cuMemcpy_ptds,
-                              CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync,
-                              CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync_ptsz,
-                              CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2,
-                              CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2_ptds,
-                              CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2,
-                              CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2_ptds,
-                              CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoD_v2,
-                              CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoD_v2_ptds,
-                              CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2,
-                              CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2_ptsz,
-                              CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2,
-                              CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2_ptsz,
-                              CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2,
-                              CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2_ptsz});
-    driver_calls(role::work, {CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeer,
-                                CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeer_ptds,
-                                CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeerAsync,
-                                CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeerAsync_ptsz});
-    driver_calls(role::set, {CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2,
-                             CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2_ptds,
-                             CUPTI_DRIVER_TRACE_CBID_cuMemsetD16_v2,
-                             CUPTI_DRIVER_TRACE_CBID_cuMemsetD16_v2_ptds,
-                             CUPTI_DRIVER_TRACE_CBID_cuMemsetD32_v2,
-                             CUPTI_DRIVER_TRACE_CBID_cuMemsetD32_v2_ptds,
-                             CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async,
-                             CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async_ptsz,
-                             CUPTI_DRIVER_TRACE_CBID_cuMemsetD16Async,
-                             CUPTI_DRIVER_TRACE_CBID_cuMemsetD16Async_ptsz,
-                             CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async,
-                             CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async_ptsz});
-    driver_calls(role::allocate, {CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2,
-                                  CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync,
-                                  CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz,
-                                  CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync,
-                                  CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz});
-    driver_calls(role::allocate_managed, {CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged});
-    driver_calls(role::release, {CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2,
-                                 CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync,
-                                 CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz});
-    driver_calls(role::synchronize, {CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize,
-                                     CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize,
-                                     CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz,
-                                     CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize});
-  }
-};
-
-// The pointers a copy or memset call names, read from its parameters.
-struct call_addresses {
-  const void* destination = nullptr;
-  const void* source = nullptr;
-};
-
-const void* as_pointer(CUdeviceptr address) { return reinterpret_cast<const void*>(address); }
-
-call_addresses addresses_of(CUpti_CallbackDomain domain, role kind, const void* params) {
-  // Every copy family lists (destination, source) first, and every memset
-  // family its destination first; the typed structs keep us honest on layout.
-  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
-    switch (kind) {
-      case role::copy: {
-        const auto* p = static_cast<const cudaMemcpy_v3020_params*>(params);
-        return {p->dst, p->src};
-      }
-      case role::copy_peer: {
-        const auto* p = static_cast<const cudaMemcpyPeer_v4000_params*>(params);
-        return {p->dst, p->src};
-      }
-      case role::copy_2d: {
-        const auto* p = static_cast<const cudaMemcpy2D_v3020_params*>(params);
-        return {p->dst, p->src};
-      }
-      case role::set: return {static_cast<const cudaMemset_v3020_params*>(params)->devPtr, nullptr};
-      default: return {};
-    }
-  }
-  switch (kind) {
-    case role::copy: {
-      const auto* p = static_cast<const cuMemcpy_params*>(params);
-      return {as_pointer(p->dst), as_pointer(p->src)};
-    }
-    case role::set:
-      return {as_pointer(static_cast<const cuMemsetD8_v2_params*>(params)->dstDevice), nullptr};
-    default: return {};
-  }
-}
-static_assert(offsetof(cuMemcpyHtoD_v2_params, dstDevice) == offsetof(cuMemcpy_params, dst) &&
-                  offsetof(cuMemcpyHtoD_v2_params, srcHost) == offsetof(cuMemcpy_params, src) &&
-                  offsetof(cuMemcpyDtoH_v2_params, dstHost) == offsetof(cuMemcpy_params, dst) &&
-                  offsetof(cuMemcpyDtoHAsync_v2_params, srcDevice) == offsetof(cuMemcpy_params, src),
-              "driver copy parameters start with (destination, source)");
-static_assert(offsetof(cudaMemcpyAsync_v3020_params, src) == offsetof(cudaMemcpy_v3020_params, src) &&
-                  offsetof(cudaMemsetAsync_v3020_params, devPtr) == 0 &&
-                  offsetof(cudaMemset2D_v3020_params, devPtr) == 0 &&
-                  offsetof(cudaMemcpy2DAsync_v3020_params, src) == offsetof(cudaMemcpy2D_v3020_params, src) &&
-                  offsetof(cudaMemcpyPeerAsync_v4000_params, src) == offsetof(cudaMemcpyPeer_v4000_params, src),
-              "runtime copy/memset parameter layouts shared by their variants");
-
-struct allocation {
-  const void* address;
-  std::size_t bytes;
-};
-
-allocation allocation_of(CUpti_CallbackDomain domain, CUpti_CallbackId id, const void* params) {
-  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
-    switch (id) {
-      case CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020: {
-        const auto* p = static_cast<const cudaMalloc_v3020_params*>(params);
-        return {*p->devPtr, p->size};
-      }
-      case CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_v11020:
-      case CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_ptsz_v11020: {
-        const auto* p = static_cast<const cudaMallocAsync_v11020_params*>(params);
-        return {*p->devPtr, p->size};
-      }
-      case CUPTI_RUNTIME_TRACE_CBID_cudaMallocFromPoolAsync_v11020:
-      case CUPTI_RUNTIME_TRACE_CBID_cudaMallocFromPoolAsync_ptsz_v11020: {
-        const auto* p = static_cast<const cudaMallocFromPoolAsync_v11020_params*>(params);
-        return {*p->ptr, p->size};
-      }
-      case CUPTI_RUNTIME_TRACE_CBID_cudaMallocManaged_v6000: {
-        const auto* p = static_cast<const cudaMallocManaged_v6000_params*>(params);
-        return {*p->devPtr, p->size};
-      }
-      case CUPTI_RUNTIME_TRACE_CBID_cudaMallocHost_v3020: {
-        const auto* p = static_cast<const cudaMallocHost_v3020_params*>(params);
-        return {*p->ptr, p->size};
-      }
-      case CUPTI_RUNTIME_TRACE_CBID_cudaHostAlloc_v3020: {
-        const auto* p = static_cast<const cudaHostAlloc_v3020_params*>(params);
-        return {*p->pHost, p->size};
-      }
-      default: return {nullptr, 0};
-    }
-  }
-  switch (id) {
-    case CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2: {
-      const auto* p = static_cast<const cuMemAlloc_v2_params*>(params);
-      return {as_pointer(*p->dptr), p->bytesize};
-    }
-    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync:
-    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz: {
-      const auto* p = static_cast<const cuMemAllocAsync_params*>(params);
-      return {as_pointer(*p->dptr), p->bytesize};
-    }
-    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync:
-    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz: {
-      const auto* p = static_cast<const cuMemAllocFromPoolAsync_params*>(params);
-      return {as_pointer(*p->dptr), p->bytesize};
-    }
-    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged: {
-      const auto* p = static_cast<const cuMemAllocManaged_params*>(params);
-      return {as_pointer(*p->dptr), p->bytesize};
-    }
-    default: return {nullptr, 0};
-  }
-}
-
-const void* released_address(CUpti_CallbackDomain domain, CUpti_CallbackId id, const void* params) {
-  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
-    if (id == CUPTI_RUNTIME_TRACE_CBID_cudaFreeHost_v3020)
-      return static_cast<const cudaFreeHost_v3020_params*>(params)->ptr;
-    // cudaFree and cudaFreeAsync both start with devPtr.
-    return static_cast<const cudaFree_v3020_params*>(params)->devPtr;
-  }
-  // cuMemFree_v2 and cuMemFreeAsync both start with dptr.
-  return as_pointer(static_cast<const cuMemFree_v2_params*>(params)->dptr);
-}
-static_assert(offsetof(cudaFreeAsync_v11020_params, devPtr) == 0 &&
-                  offsetof(cuMemFreeAsync_params, dptr) == 0,
-              "free parameters start with the pointer");
-
-// "cudaLaunchKernel_v7000" -> "cudaLaunchKernel"; "_ptsz"/"_ptds" stay (they
-// are different entry points).
-std::string api_name(const char* function) {
-  std::string name = function != nullptr ? function : "cuda?";
-  const std::size_t suffix = name.rfind("_v");
-  if (suffix != std::string::npos && suffix + 2 < name.size() &&
-      std::all_of(name.begin() + static_cast<std::ptrdiff_t>(suffix) + 2, name.end(),
-                  [](unsigned char c) { return c >= '0' && c <= '9'; }))
-    name.erase(suffix);
-  return name;
 }
 
 // Driver entry points the collector needs for device limits, looked up in the
@@ -368,11 +96,14 @@ class cuda_collector final : public runtime::collector {
   void add_metadata(runtime::metadata_list& metadata) const override;
   void abandon() noexcept override;
 
-  void on_api(CUpti_CallbackDomain domain, CUpti_CallbackId id, const CUpti_CallbackData& call);
+  void on_api(CUpti_CallbackDomain domain, CUpti_CallbackId id, const CUpti_CallbackData& call) {
+    if (calls_ != nullptr) calls_->on_api(domain, id, call);
+  }
   void on_resource(CUpti_CallbackId id, const CUpti_ResourceData& resource);
   void buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records);
   void buffer_completed(CUcontext context, uint32_t stream, uint8_t* buffer, size_t size,
                         size_t valid_size);
+  void force_flush() noexcept;
 
  private:
   static constexpr std::size_t buffer_bytes = 4u << 20;
@@ -381,9 +112,8 @@ class cuda_collector final : public runtime::collector {
 
   cuda_collector() = default;
   void subscribe();
-  const detail::site* site_for(CUpti_CallbackDomain domain, CUpti_CallbackId id, const char* function);
+  void subscribe_api_calls(runtime::api_recording recording);
   void describe_device(std::uint32_t device);
-  void force_flush() noexcept;
   std::int64_t to_monotonic_raw(std::int64_t cupti_ns) const noexcept {
     return cupti_ns + offset_ns_.load(std::memory_order_relaxed);
   }
@@ -392,29 +122,12 @@ class cuda_collector final : public runtime::collector {
   std::once_flag started_;
   std::atomic<bool> active_{false};
   CUpti_SubscriberHandle subscriber_{};
-  api_table apis_;
+  // Set once in subscribe(), before any API callback is enabled.
+  std::unique_ptr<api_calls> calls_;
   driver_entry_points driver_;
   bool driver_loaded_ = false;
   bool using_timestamp_callback_ = false;
   std::atomic<std::int64_t> offset_ns_{0};  // CLOCK_MONOTONIC_RAW - CUPTI's clock (0 with the callback)
-
-  std::vector<std::atomic<const detail::site*>> runtime_sites_ =
-      std::vector<std::atomic<const detail::site*>>(CUPTI_RUNTIME_TRACE_CBID_SIZE);
-  std::vector<std::atomic<const detail::site*>> driver_sites_ =
-      std::vector<std::atomic<const detail::site*>>(CUPTI_DRIVER_TRACE_CBID_SIZE);
-
-  // Data objects of copies and memsets, by correlation id, until the record
-  // comes; with the addresses the call named, for where in the object it fell.
-  struct objects_of_call {
-    std::uint64_t source;
-    std::uint64_t destination;
-    std::uint64_t cycle;
-    std::uintptr_t source_address;
-    std::uintptr_t destination_address;
-  };
-  std::mutex calls_mutex_;
-  std::unordered_map<std::uint32_t, objects_of_call> objects_by_call_;
-  std::uint64_t cycle_ = 0;  // collect() calls so far
 
   std::mutex buffers_mutex_;
   std::vector<uint8_t*> free_buffers_;
@@ -433,8 +146,6 @@ class cuda_collector final : public runtime::collector {
   std::atomic<std::uint64_t> overhead_ns_{0};
 };
 
-thread_local int t_runtime_depth = 0;  // runtime API calls open on this thread
-
 void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, const void* data) {
   cuda_collector& self = cuda_collector::instance();
   if (domain == CUPTI_CB_DOMAIN_RESOURCE)
@@ -452,8 +163,25 @@ void CUPTIAPI on_buffer_completed(CUcontext context, uint32_t stream, uint8_t* b
   cuda_collector::instance().buffer_completed(context, stream, buffer, size, valid_size);
 }
 
+std::uint32_t device_of_context(CUcontext context) {
+  std::uint32_t device = 0;
+  cuptiGetDeviceId(context, &device);
+  return device;
+}
+
+void deliver_records() { cuda_collector::instance().force_flush(); }
+
 void cuda_collector::subscribe() {
   if (!runtime::session_active()) return;  // FERRET_BACKEND unset: stay out of the way
+  const char* requested = std::getenv("FERRET_CUDA_API");
+  const std::optional<runtime::api_recording> recording =
+      runtime::parse_api_recording(requested != nullptr ? requested : "work");
+  if (!recording) {
+    runtime::print_message(fmt::format("FERRET_CUDA_API='{}' is not valid (expected {}); running "
+                                       "without GPU data",
+                                       requested, runtime::api_recording_values));
+    return;
+  }
   std::uint32_t version = 0;
   if (const CUptiResult result = cuptiGetVersion(&version); result != CUPTI_SUCCESS) {
     runtime::print_message(fmt::format("cannot use CUPTI ({}); running without GPU data", cupti_error(result)));
@@ -472,6 +200,7 @@ void cuda_collector::subscribe() {
         cupti_error(result)));
     return;
   }
+  calls_ = std::make_unique<api_calls>(*recording, api_calls::services{device_of_context, deliver_records});
   driver_loaded_ = driver_.load();
   // Before any kind is enabled, so that every record uses it.
   using_timestamp_callback_ =
@@ -493,14 +222,16 @@ void cuda_collector::subscribe() {
                              cupti_error(result));
   if (!refused.empty())
     runtime::print_message(fmt::format("CUPTI refused activity kinds {}; their records are missing", refused));
+  // A query that finds the event or stream not yet reached (a polling loop's
+  // every turn but the last) gets no synchronisation record: its region shows
+  // the poll; the record of the query that succeeds shows what was waited for.
+  cuptiActivityEnableAllSyncRecords(0);
   if (decoder_.reading_newer_version() && runtime::verbosity() >= 2)
     runtime::print_message(fmt::format("libcupti {} is newer than CUDA {}: its records are read with "
                                        "that release's layouts, for the fields they share",
                                        version, decoder_.layouts_release()));
 
-  cuptiEnableDomain(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API);
-  for (const CUpti_CallbackId id : apis_.traced_driver_calls)
-    cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id);
+  subscribe_api_calls(*recording);
   cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED);
   cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE,
                       CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
@@ -508,78 +239,41 @@ void cuda_collector::subscribe() {
   runtime::register_collector(this);
 }
 
-const detail::site* cuda_collector::site_for(CUpti_CallbackDomain domain, CUpti_CallbackId id,
-                                             const char* function) {
-  auto& sites = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? runtime_sites_ : driver_sites_;
-  if (id >= sites.size()) return nullptr;
-  if (const detail::site* known = sites[id].load(std::memory_order_acquire)) return known;
-  // Racing threads get the same record: the runtime interns names.
-  const detail::runtime_api* api = detail::runtime();
-  if (api == nullptr) return nullptr;
-  const std::string name = api_name(function);
-  const detail::site* created = api->register_name(name.data(), name.size(), "cuda");
-  sites[id].store(created, std::memory_order_release);
-  return created;
-}
-
-void cuda_collector::on_api(CUpti_CallbackDomain domain, CUpti_CallbackId id,
-                            const CUpti_CallbackData& call) {
-  const bool runtime_call = domain == CUPTI_CB_DOMAIN_RUNTIME_API;
-  const std::vector<role>& roles = runtime_call ? apis_.runtime_roles : apis_.driver_roles;
-  const role kind = id < roles.size() ? roles[id] : role::other;
-  const bool entering = call.callbackSite == CUPTI_API_ENTER;
-  if (runtime_call) {
-    t_runtime_depth += entering ? 1 : -1;
-  } else if (t_runtime_depth > 0) {
-    // A driver call inside a runtime call is the runtime's implementation:
-    // its device work carries the runtime call's correlation id.
-    return;
-  }
-
-  if (entering) {
-    if (kind == role::reset) force_flush();
-    if (kind == role::release || kind == role::release_host)
-      runtime::unregister_allocation(released_address(domain, id, call.functionParams));
-    if (detail::recording())
-      if (const detail::site* site = site_for(domain, id, call.functionName)) {
-        detail::write(detail::word_of(site, detail::kind_begin));
-        if (kind != role::other)
-          detail::write_with_payload(detail::word_of(site, detail::kind_correlation),
-                                     call.correlationId);
-      }
-    if (kind == role::copy || kind == role::copy_peer || kind == role::copy_2d || kind == role::set) {
-      const call_addresses addresses = addresses_of(domain, kind, call.functionParams);
-      const std::uint64_t destination = runtime::find_data_object_id(addresses.destination);
-      const std::uint64_t source =
-          addresses.source != nullptr ? runtime::find_data_object_id(addresses.source) : 0;
-      if (destination != 0 || source != 0) {
-        std::lock_guard lock{calls_mutex_};
-        objects_by_call_[call.correlationId] = {
-            source, destination, cycle_, reinterpret_cast<std::uintptr_t>(addresses.source),
-            reinterpret_cast<std::uintptr_t>(addresses.destination)};
-      }
+// Callbacks only for the calls recorded or counted (api_table.cpp): a call
+// left alone costs nothing.
+void cuda_collector::subscribe_api_calls(runtime::api_recording recording) {
+  const api_table& table = api_table::cuda();
+  std::vector<std::string> refused_recorded;
+  std::size_t refused_counted = 0;
+  const auto enable = [&](CUpti_CallbackDomain domain, CUpti_CallbackId id, const api_call& kind) {
+    if (cuptiEnableCallback(1, subscriber_, domain, id) == CUPTI_SUCCESS) return;
+    if (!runtime::records(recording, kind.effect)) {
+      ++refused_counted;
+      return;
     }
-    return;
+    const char* name = nullptr;
+    cuptiGetCallbackName(domain, id, &name);
+    refused_recorded.push_back(api_name(name));
+  };
+  if (recording == runtime::api_recording::all) {
+    // Every runtime call, also those of a newer CUDA than the table knows.
+    if (const CUptiResult result = cuptiEnableDomain(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API);
+        result != CUPTI_SUCCESS)
+      refused_recorded.push_back(fmt::format("the runtime API domain ({})", cupti_error(result)));
+  } else {
+    for (const CUpti_CallbackId id : table.runtime_subscriptions(recording))
+      enable(CUPTI_CB_DOMAIN_RUNTIME_API, id, table.runtime_call(id));
   }
-
-  const bool allocating = kind == role::allocate || kind == role::allocate_managed ||
-                          kind == role::allocate_pinned;
-  if (allocating && call.functionReturnValue != nullptr &&
-      *static_cast<const int*>(call.functionReturnValue) == 0) {
-    const allocation made = allocation_of(domain, id, call.functionParams);
-    std::uint32_t device = 0;
-    const bool on_device = kind != role::allocate_pinned;
-    if (on_device && call.context != nullptr) cuptiGetDeviceId(call.context, &device);
-    const memory_kind memory = kind == role::allocate_managed  ? memory_kind::managed
-                               : kind == role::allocate_pinned ? memory_kind::pinned
-                                                               : memory_kind::device;
-    if (made.address != nullptr && made.bytes > 0)
-      runtime::register_allocation(api_name(call.functionName), call.correlationId, made.address,
-                                   made.bytes, memory, on_device ? static_cast<int>(device) : -1);
-  }
-  if (detail::recording())
-    if (const detail::site* site = site_for(domain, id, call.functionName))
-      detail::write(detail::word_of(site, detail::kind_end));
+  for (const CUpti_CallbackId id : table.driver_calls())
+    enable(CUPTI_CB_DOMAIN_DRIVER_API, id, table.driver_call(id));
+  if (!refused_recorded.empty())
+    runtime::print_message(fmt::format("CUPTI refused the callbacks of {} (first: {}); these calls "
+                                       "are missing from the trace",
+                                       refused_recorded.size(), refused_recorded.front()));
+  if (refused_counted > 0 && runtime::verbosity() >= 2)
+    runtime::print_message(fmt::format("CUPTI refused the callbacks of {} calls that would have "
+                                       "been counted (FERRET_CUDA_API=work)",
+                                       refused_counted));
 }
 
 void cuda_collector::on_resource(CUpti_CallbackId id, const CUpti_ResourceData& resource) {
@@ -734,22 +428,7 @@ void cuda_collector::collect(std::vector<gpu_activity>& activities,
     new_devices.insert(new_devices.end(), new_devices_.begin(), new_devices_.end());
     new_devices_.clear();
   }
-  std::lock_guard lock{calls_mutex_};
-  ++cycle_;
-  for (gpu_activity& activity : done) {
-    if (activity.operation != runtime::gpu_operation::memcpy &&
-        activity.operation != runtime::gpu_operation::memset)
-      continue;
-    const auto it = objects_by_call_.find(static_cast<std::uint32_t>(activity.launch.correlation));
-    if (it == objects_by_call_.end()) continue;
-    activity.source_object_id = it->second.source;
-    activity.destination_object_id = it->second.destination;
-    activity.source_address = it->second.source_address;
-    activity.destination_address = it->second.destination_address;
-  }
-  // Calls whose records are in: a few drains later nothing refers to them.
-  for (auto it = objects_by_call_.begin(); it != objects_by_call_.end();)
-    it = cycle_ > it->second.cycle + 50 ? objects_by_call_.erase(it) : std::next(it);
+  calls_->name_objects(done);
   activities.insert(activities.end(), done.begin(), done.end());
 }
 
@@ -765,6 +444,7 @@ void cuda_collector::add_metadata(runtime::metadata_list& metadata) const {
   metadata.emplace_back("cupti-buffers-refused", count(buffers_refused_));
   metadata.emplace_back("cupti-records-bad-timestamps-dropped", count(records_bad_time_));
   metadata.emplace_back("cupti-overhead-ns", count(overhead_ns_));
+  calls_->add_metadata(metadata);
 }
 
 void cuda_collector::abandon() noexcept {

@@ -33,6 +33,12 @@ constexpr setting table[] = {
      "tau backend: metrics besides TIME, one per counter: a region's value is the counter's "
      "change on its thread between the region's begin and end (for cumulative counters, like "
      "TAU_METRICS=TIME:PAPI_...). Written as MULTI__<metric> directories."},
+    {"FERRET_CUDA_API", "work, work-uncounted or all", "work",
+     "CUDA collector: which API calls become regions. work: the calls that launch, copy, set, "
+     "allocate, free, synchronise, wait for or order GPU work; every other runtime call is "
+     "counted per name (metadata cuda-api-unrecorded:<call>, a CUPTI callback each). "
+     "work-uncounted: the same regions, the other calls not subscribed to (no cost, no counts). "
+     "all: every runtime call."},
 };
 }  // namespace
 

@@ -1,0 +1,81 @@
+// api_table.hpp — every CUDA API call the collector knows, by CUPTI callback
+// id: what it does to GPU work (runtime::api_effect, which decides whether it
+// becomes a region, is counted or is left alone; see ferret/runtime/api_policy.hpp)
+// and how the collector handles it (the parameters it reads, when it writes
+// the correlation id). The rows, grouped by effect with
+// the reason, are in api_table.cpp.
+//
+//   const api_table& table = api_table::cuda();
+//   if (runtime::records(recording, table.runtime_call(cbid).effect)) ...
+//
+// Runtime calls not in the table are `other`. Driver calls are subscribed to
+// only when listed (driver_calls()): every runtime call runs several driver
+// calls, so a callback on every driver call would fire inside each runtime
+// call; the listed ones start or order GPU work for programs and libraries
+// that skip the runtime (cuBLAS, Triton, NCCL, libomptarget).
+#pragma once
+
+#include <cupti.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "ferret/runtime/api_policy.hpp"
+
+namespace ferret::cupti {
+
+/// How the collector handles a recorded call beyond its region: which
+/// parameters it reads, and whether and when it writes the correlation id
+/// that joins the call to its device records.
+enum class call_handling : std::uint8_t {
+  plain,             // the correlation id on entry, no parameters read
+  copy,              // (destination, source) first
+  copy_peer,         // cudaMemcpyPeer[Async]: (dst, dstDevice, src, ...)
+  copy_2d,           // cudaMemcpy2D[Async]: (dst, dpitch, src, ...)
+  set,               // destination first
+  allocate_device,   // the address written through the first parameter on exit
+  allocate_managed,
+  allocate_pinned,
+  release_device,    // the address first
+  release_host,
+  reset,             // cudaDeviceReset: the device's records are delivered first
+  // A query (cudaEventQuery): the correlation id on exit, only when it
+  // succeeded. Only a query that found the work done gets a synchronisation
+  // record (the collector asks CUPTI for no others), so the turns of a
+  // polling loop leave nothing for the runtime to keep.
+  query,
+  // Marks a point in a stream (cudaEventRecord): no device record carries its
+  // id, so none is written.
+  marker,
+};
+
+struct api_call {
+  runtime::api_effect effect = runtime::api_effect::other;
+  call_handling handling = call_handling::plain;
+};
+
+class api_table {
+ public:
+  /// The table of the CUDA headers ferret was built with.
+  static const api_table& cuda();
+
+  /// `other` for ids the table does not name (also those of newer releases).
+  const api_call& runtime_call(CUpti_CallbackId id) const noexcept;
+  /// `other` for driver calls not listed.
+  const api_call& driver_call(CUpti_CallbackId id) const noexcept;
+
+  /// The driver calls the collector subscribes to, in every mode.
+  const std::vector<CUpti_CallbackId>& driver_calls() const noexcept { return driver_listed_; }
+
+  /// The runtime calls to subscribe to under `recording` (not used for
+  /// api_recording::all, which takes the whole runtime domain, newer ids too).
+  std::vector<CUpti_CallbackId> runtime_subscriptions(runtime::api_recording recording) const;
+
+ private:
+  api_table();
+  std::vector<api_call> runtime_;
+  std::vector<api_call> driver_;
+  std::vector<CUpti_CallbackId> driver_listed_;
+};
+
+}  // namespace ferret::cupti
