@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "ferret/ferret.hpp"
+#include "ferret/python/call_stack.hpp"
 #include "ferret/runtime/runtime.hpp"
 #include "occupancy.hpp"
 #include "record_decoder.hpp"
@@ -540,9 +541,12 @@ void cuda_collector::on_api(CUpti_CallbackDomain domain, CUpti_CallbackId id,
     if (detail::recording())
       if (const detail::site* site = site_for(domain, id, call.functionName)) {
         detail::write(detail::word_of(site, detail::kind_begin));
-        if (kind != role::other)
+        if (kind != role::other) {
+          // The Python frames behind this call, as context of its GPU work.
+          python::record_call_stack();
           detail::write_with_payload(detail::word_of(site, detail::kind_correlation),
                                      call.correlationId);
+        }
       }
     if (kind == role::copy || kind == role::copy_peer || kind == role::copy_2d || kind == role::set) {
       const call_addresses addresses = addresses_of(domain, kind, call.functionParams);
