@@ -6,6 +6,8 @@
 // Rows, 1 thread, real time per push+pop pair (region enter+exit):
 //   ferret/region_macro          FERRET_REGION("x"): the reference
 //   ferret/region_name           ferret::region r{registered name}
+//   ferret/region_runtime_string ferret::region r{ferret::register_name(buffer)}: ferret's own
+//                                API for a name that arrives as a run-time string
 //   nvtx/no_tool                 nvtxRangePushA/Pop through an NVTX instance with no
 //                                tool (nvtx_no_tool.cpp): what NVTX costs untraced
 //   nvtx/push_literal            nvtxRangePushA("x")/Pop, ferret the tool
@@ -52,6 +54,14 @@ const std::map<std::string, std::function<void(long)>>& rows() {
       {"ferret/region_name", [](long n) {
          for (long i = 0; i < n; ++i) {
            ferret::region r{g_name};
+           nvtx_clobber();
+         }
+       }},
+      {"ferret/region_runtime_string", [](long n) {
+         for (long i = 0; i < n; ++i) {
+           char* buffer = g_buffers[i & 1];
+           std::memcpy(buffer, "x", 2);
+           ferret::region r{ferret::register_name(buffer)};
            nvtx_clobber();
          }
        }},

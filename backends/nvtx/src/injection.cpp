@@ -45,10 +45,10 @@ const site* intern_in_runtime(std::string_view name, const char* label) {
   return api != nullptr ? api->register_name(name.data(), name.size(), label) : nullptr;
 }
 
-name_table& names() {
-  static auto* table = new name_table{intern_in_runtime};  // leaked: NVTX calls outlive statics
-  return *table;
-}
+// Made before NVTX gets the callbacks (InitializeInjectionNvtx2), never freed:
+// NVTX calls outlive static destruction.
+name_table* g_names = nullptr;
+name_table& names() { return *g_names; }
 
 domain* domain_of(nvtxDomainHandle_t handle) {
   return handle != nullptr ? reinterpret_cast<domain*>(handle) : &names().default_domain();
@@ -388,6 +388,9 @@ bool attach(NvtxGetExportTableFunc_t get_export_table) {
 extern "C" FERRET_EXPORT int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_export_table) {
   try {
     if (!ferret::runtime::session_active()) return 0;
+    static ferret::nvtx::name_table* const table =
+        new ferret::nvtx::name_table{ferret::nvtx::intern_in_runtime};
+    ferret::nvtx::g_names = table;
     if (!ferret::nvtx::attach(get_export_table)) {
       ferret::runtime::print_message("NVTX's export table is not the one ferret knows; NVTX ranges are not recorded");
       return 0;

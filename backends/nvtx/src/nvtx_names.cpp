@@ -18,16 +18,29 @@ struct cached_name {
   const site* record;
   std::size_t length;
 };
+// A name seen at this very address last time: one strcmp confirms it (the
+// bytes may have changed). Programs mostly pass the same buffer for a name:
+// a literal, or a Python constant string.
+struct cached_address {
+  const char* message;
+  const char* label;
+  const site* record;
+};
+
 // Per thread, on the heap (see ferret/runtime/per_thread.hpp).
 struct thread_cache {
+  cached_address addresses[cache_size] = {};
   cached_name names[cache_size] = {};
 };
 
+std::size_t index_of(std::uint64_t key, const char* label) noexcept {
+  const std::uint64_t mixed = key ^ (reinterpret_cast<std::uintptr_t>(label) >> 3);
+  return static_cast<std::size_t>((mixed ^ (mixed >> 29)) % cache_size);
+}
+
 cached_name* slot_for(std::uint64_t hash, const char* label) noexcept {
   thread_cache* cache = runtime::per_thread<thread_cache>::get();
-  if (cache == nullptr) return nullptr;
-  const std::uint64_t mixed = hash ^ (reinterpret_cast<std::uintptr_t>(label) >> 3);
-  return &cache->names[(mixed ^ (mixed >> 29)) % cache_size];
+  return cache != nullptr ? &cache->names[index_of(hash, label)] : nullptr;
 }
 
 }  // namespace
@@ -130,6 +143,20 @@ const site* name_table::intern(std::string_view text, const char* label) {
 }
 
 const site* name_table::ascii(const char* message, const char* label) {
+  thread_cache* cache = runtime::per_thread<thread_cache>::get();
+  cached_address* address = nullptr;
+  if (cache != nullptr) {
+    address = &cache->addresses[index_of(reinterpret_cast<std::uintptr_t>(message) >> 3, label)];
+    if (address->message == message && address->label == label &&
+        std::strcmp(address->record->name, message) == 0)
+      return address->record;
+  }
+  const site* record = by_content(message, label);
+  if (record != nullptr && address != nullptr) *address = cached_address{message, label, record};
+  return record;
+}
+
+const site* name_table::by_content(const char* message, const char* label) {
   std::size_t length = 0;
   const std::uint64_t hash = hash_text(message, length);
   cached_name* slot = slot_for(hash, label);

@@ -3,10 +3,11 @@
 // A range or mark's name arrives as a run-time string, often in a new buffer
 // each call (PyTorch passes a Python string's bytes) and sometimes in a buffer
 // reused for another name: names are keyed by their *content*. Each thread
-// keeps a 64-entry cache (hash of the bytes and the domain label → site) that
-// is checked against the site's own copy of the name, so a hit costs a
-// strlen, a hash of the bytes and a memcmp, and no lock. A miss interns the
-// name in the runtime (register_name, once per distinct name and label).
+// keeps two 64-entry caches, checked against the site's own copy of the name:
+// by the buffer's address (a hit costs one strcmp: most programs pass the same
+// buffer for a name), then by a hash of the bytes (a strlen, the hash and a
+// memcmp); no lock either way. A miss interns the name in the runtime
+// (register_name, once per distinct name and label).
 // Registered strings (nvtxDomainRegisterString) are immutable: keyed by handle.
 //
 // Domain labels (the ferret domain of the records): "nvtx" for NVTX's default
@@ -75,6 +76,7 @@ class name_table {
 
  private:
   const site* intern(std::string_view text, const char* label);
+  const site* by_content(const char* message, const char* label);
 
   name_interner intern_;
   domain default_domain_{"nvtx"};

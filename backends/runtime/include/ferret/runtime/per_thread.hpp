@@ -41,7 +41,9 @@ class per_thread {
     delete static_cast<T*>(state);
   }
 
-  static inline thread_local T* current_ = nullptr;
+  // One pointer of initial-exec TLS (no __tls_get_addr call): small enough for
+  // the space glibc keeps for dlopen'ed objects.
+  static inline thread_local T* current_ __attribute__((tls_model("initial-exec"))) = nullptr;
   static inline pthread_key_t key_{};
 };
 
