@@ -21,17 +21,18 @@ using ferret::nvtx::name_table;
 // Stands in for the runtime's register_name: one site per (text, label).
 struct fake_runtime {
   static inline std::mutex mutex;
-  static inline std::map<std::pair<std::string, const char*>, site*> sites;
+  static inline std::map<std::pair<std::string, const char*>, const site*> sites;
   static inline std::deque<std::string> texts;
+  static inline std::deque<site> records;
   static inline int interned = 0;
 
   static const site* intern(std::string_view text, const char* label) {
     std::lock_guard lock{mutex};
     ++interned;
-    site*& known = sites[{std::string{text}, label}];
+    const site*& known = sites[{std::string{text}, label}];
     if (known == nullptr) {
       const std::string& stored = texts.emplace_back(text);
-      known = new site{stored.c_str(), label, nullptr, nullptr, 0, 0};
+      known = &records.emplace_back(site{stored.c_str(), label, nullptr, nullptr, 0, 0});
     }
     return known;
   }

@@ -63,8 +63,10 @@ class synthetic_collector final : public runtime::collector {
 
 synthetic_collector* collector() {
   static synthetic_collector* instance = [] {
-    auto* made = new synthetic_collector;
-    return runtime::register_collector(made) ? made : nullptr;
+    auto* made = new synthetic_collector;  // collectors outlive the process's statics
+    if (runtime::register_collector(made)) return made;
+    delete made;  // no session: nothing to hand operations to
+    return static_cast<synthetic_collector*>(nullptr);
   }();
   return instance;
 }

@@ -129,7 +129,7 @@ domain* name_table::create_domain(std::string_view name) {
   std::lock_guard lock{mutex_};
   // The same name gives the same domain (as NVTX tools do); never freed.
   domain*& known = domains_[std::string{name}];
-  if (known == nullptr) known = new domain{"nvtx:" + std::string{name}};
+  if (known == nullptr) known = &domain_storage_.emplace_back("nvtx:" + std::string{name});
   return known;
 }
 

@@ -82,6 +82,7 @@ class name_table {
   domain default_domain_{"nvtx"};
   std::mutex mutex_;
   std::unordered_map<std::string, domain*> domains_;
+  std::deque<domain> domain_storage_;  // in place: records keep pointing at the labels
   std::deque<registered_string> strings_;
 };
 
