@@ -31,3 +31,11 @@ test -f "$work/prefix/lib/libferret_chrome.so" || test -f "$work/prefix/lib64/li
 # ... and the TAU backend, whose profile the installed checker accepts.
 (cd "$work" && FERRET_BACKEND=tau FERRET_OUTPUT=heat-tau "$work/example/heat" 64 2)
 "$work/prefix/bin/ferret-tau-check" "$work/heat-tau"
+# The installed Python module records through the installed runtime.
+runtime_library=$(find "$work/prefix" -name libferret_runtime.so | head -n 1)
+(cd "$work" && PYTHONPATH="$(dirname "$runtime_library")/python" FERRET_BACKEND=chrome \
+   FERRET_OUTPUT=python.json python3 -c 'import ferret
+with ferret.region("installed module"):
+    pass')
+"$work/prefix/bin/ferret-trace-check" "$work/python.json"
+grep -q '"installed module"' "$work/python.json"

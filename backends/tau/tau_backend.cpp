@@ -496,7 +496,10 @@ class tau_backend final : public runtime::backend {
     if (const auto it = thread.node_of_context.find(context); it != thread.node_of_context.end())
       return it->second;
     const std::uint32_t parent = node_of(thread, context->parent);
-    const std::uint32_t node = thread.child(parent, function_of(context->name));
+    // Python frames (backends/python) are context of GPU work, never timed:
+    // TAU writes only called functions, so its paths keep the host's regions.
+    const std::uint32_t node =
+        context->name->domain == "python" ? parent : thread.child(parent, function_of(context->name));
     thread.node_of_context.emplace(context, node);
     return node;
   }

@@ -124,6 +124,16 @@ if [[ -z ${FERRET_GPU_TEST_CASES:-} ]]; then
   fi
 fi
 
+# NVTX ranges and Python call paths as calling context (PyTorch), and what the
+# Python context costs: tests/gpu/torch_context.sh, benchmarks/python/run.sh.
+context_status=none
+if [[ -z ${FERRET_GPU_TEST_CASES:-} ]]; then
+  bash "$root/tests/gpu/torch_context.sh" "$build" "$work/traces/torch-context" 2>&1 |
+    tee "$work/torch_context.log"
+  context_status=${PIPESTATUS[0]}
+  bash "$root/benchmarks/python/run.sh" "$build" 2>&1 | tee "$work/python_benchmark.log"
+fi
+
 case $test_status in
   0) tests=passed ;;
   77) tests=skipped ;;
@@ -147,6 +157,12 @@ esac
     echo "benchmarks/cuda/run.sh: status $benchmark_status"
     grep -E '^(\||###|Target:|ferret.s added)' "$work/benchmark.log"
   fi
+  if [[ $context_status != none ]]; then
+    echo "tests/gpu/torch_context.sh: status $context_status"
+    grep -E '^(torch context|python context)' "$work/torch_context.log" "$work/python_benchmark.log" |
+      sed 's/^[^:]*://'
+    grep -E '^\|' "$work/python_benchmark.log"
+  fi
 } > "$work/summary.md"
 echo
 cat "$work/summary.md"
@@ -158,8 +174,13 @@ if [[ -n ${OUT:-} ]]; then
   [[ -f $work/benchmark.log ]] && cp "$work/benchmark.log" "$OUT/"
   [[ -f $work/report.log ]] && cp "$work/report.log" "$OUT/"
   [[ -d $work/report ]] && cp -r "$work/report" "$OUT/report"
+  for file in "$work/torch_context.log" "$work/python_benchmark.log" \
+              "$work/traces/torch-context/torch-context-summary.txt"; do
+    [[ -f $file ]] && cp "$file" "$OUT/"
+  done
   tar -czf "$OUT/traces.tar.gz" -C "$work" traces
 fi
 [[ $test_status == 0 || $test_status == 77 ]] &&
   [[ $cuda_api_status == none || $cuda_api_status == 0 || $cuda_api_status == 77 ]] &&
-  [[ $benchmark_status == none || $benchmark_status == 0 ]]
+  [[ $benchmark_status == none || $benchmark_status == 0 ]] &&
+  [[ $context_status == none || $context_status == 0 || $context_status == 77 ]]

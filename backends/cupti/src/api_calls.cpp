@@ -6,6 +6,7 @@
 #include <iterator>
 #include <map>
 
+#include "ferret/python/call_stack.hpp"
 #include "ferret/runtime/runtime.hpp"
 
 namespace ferret::cupti {
@@ -242,6 +243,9 @@ void api_calls::enter_work_call(CUpti_CallbackDomain domain, CUpti_CallbackId id
   if (detail::recording())
     if (const detail::site* site = site_for(domain, id, call.functionName)) {
       detail::write(detail::word_of(site, detail::kind_begin));
+      // The Python frames behind this call, as context of its GPU work (a
+      // query's correlation follows at its return, under the same stack).
+      if (kind.handling != call_handling::marker) python::record_call_stack();
       if (kind.handling != call_handling::query && kind.handling != call_handling::marker)
         detail::write_with_payload(detail::word_of(site, detail::kind_correlation),
                                    call.correlationId);

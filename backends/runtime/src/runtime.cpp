@@ -38,6 +38,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "clock.hpp"
@@ -165,6 +166,9 @@ struct thread_state : thread_buffer {
   // and the calling context after the last drained event (nullptr: the root).
   event* drained = nullptr;
   const context_node* context = nullptr;
+  // The interpreted call stack written inside the open API call, for its
+  // correlation (see launch_context).
+  const detail::call_stack* call_stack = nullptr;
 };
 
 // Trivially destructible, so still readable while the thread's TLS
@@ -312,6 +316,7 @@ class runtime_state {
   void deliver_objects(session& s);
   void deliver_gpu_activity(session& s);
   bool drain_thread(session& s, thread_state& state);
+  const context_node* launch_context(session& s, thread_state& state);
   const name_info* name_of(session& s, const site* record_site);
   void drainer_loop(session& s);
   void report(session& s);
@@ -867,10 +872,12 @@ bool runtime_state::drain_thread(session& s, thread_state& state) {
         case detail::kind_begin:
           r.kind = record_kind::region_begin;
           state.context = s.contexts.enter(state.context, r.name);
+          state.call_stack = nullptr;
           break;
         case detail::kind_end:
           r.kind = record_kind::region_end;
           state.context = context_tree::leave(state.context, r.name);
+          state.call_stack = nullptr;
           break;
         case detail::kind_mark: r.kind = record_kind::mark; break;
         case detail::kind_counter:
@@ -881,7 +888,12 @@ bool runtime_state::drain_thread(session& s, thread_state& state) {
         case detail::kind_correlation:
           // Not a record for the backends: it ties GPU work to this context.
           if (from + 1 < to)
-            s.launches.record(from[1].word, state.tid, r.time_ns, state.context, s.cycle);
+            s.launches.record(from[1].word, state.tid, r.time_ns, launch_context(s, state), s.cycle);
+          from += 2;
+          continue;
+        case detail::kind_call_stack:
+          // Neither: context for the correlation that follows.
+          if (from + 1 < to) state.call_stack = reinterpret_cast<const detail::call_stack*>(from[1].word);
           from += 2;
           continue;
         default: break;
@@ -901,6 +913,21 @@ bool runtime_state::drain_thread(session& s, thread_state& state) {
   }
   state.drained = retired ? nullptr : published;
   return retired;
+}
+
+// The calling context of GPU work launched by the API call open on the
+// thread: the thread's regions, then the interpreted frames written inside the
+// call (Python), then the call itself. The frames are context for the GPU work
+// only: the thread's own context (its host regions) stays as it was.
+const context_node* runtime_state::launch_context(session& s, thread_state& state) {
+  const detail::call_stack* stack = std::exchange(state.call_stack, nullptr);
+  const context_node* call = state.context;
+  if (stack == nullptr) return call;
+  const bool in_call = call->parent != nullptr;
+  const context_node* at = in_call ? call->parent : call;
+  for (std::uint32_t i = 0; i < stack->depth; ++i)
+    at = s.contexts.enter(at, name_of(s, stack->frames[i]));
+  return in_call ? s.contexts.enter(at, call->name) : at;
 }
 
 void runtime_state::deliver_objects(session& s) {

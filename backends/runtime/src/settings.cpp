@@ -29,6 +29,10 @@ constexpr setting table[] = {
      "it, else CLOCK_MONOTONIC_RAW. The choice is written in the output's metadata."},
     {"FERRET_VERBOSE", "0, 1 or 2", "1",
      "0: errors only. 1: also one line per output at exit. 2: also start-up details."},
+    {"FERRET_PYTHON", "0, 1 or api", "1",
+     "Python call paths as calling context of GPU work launched by CPython (3.9+) code. 1: "
+     "frames read in place (CPython 3.9 to 3.13, GIL held or not), else through CPython's API "
+     "while the launching thread holds the GIL; api: always through the API; 0: off."},
     {"FERRET_TAU_METRICS", "comma-separated counter names, or none", "none",
      "tau backend: metrics besides TIME, one per counter: a region's value is the counter's "
      "change on its thread between the region's begin and end (for cumulative counters, like "

@@ -43,7 +43,20 @@ enum event_kind : std::uint64_t {
   // backends/cupti inside the call's region): the following slot's word holds
   // the id, which the runtime maps to the thread's calling context.
   kind_correlation = 4,
+  // The interpreted call stack (Python frames, backends/python) at a GPU API
+  // call, written inside the call's region before its kind_correlation: the
+  // following slot's word holds the address of a call_stack that lives as
+  // long as the process. The runtime puts the frames into the calling context
+  // of that correlation's GPU work only (they are not host regions).
+  kind_call_stack = 5,
   kind_mask = 7,
+};
+
+// Frames of an interpreted call stack, outermost first, each a site record;
+// immutable and never freed once written into an event.
+struct call_stack {
+  std::uint32_t depth;
+  const site* const* frames;
 };
 
 // One buffered event: 16 bytes. The timestamp is stored as the two halves the
