@@ -1,7 +1,8 @@
 // Tests of the OTF2 backend, driven directly (no runtime session): records go
 // in through the backend interface, and every archive that comes out is read
-// back with the OTF2 reader API (ferret::otf2_check) and with otf2-print (no
-// INVALID references, nothing on stderr).
+// back with the OTF2 reader API (ferret::otf2_check), with Debian's python3-otf2
+// (support/otf2_python_reader.py) and with otf2-print (no INVALID references,
+// nothing on stderr).
 #include "otf2_backend.hpp"
 #include "otf2_check.hpp"
 #include "otf2_properties.hpp"
@@ -84,12 +85,17 @@ struct fixture {
     backend->flush(status);
   }
 
-  // Reads the archive back; every reader-level error fails the test.
+  // Reads the archive back with the reader API and with python3-otf2; every
+  // reader-level error fails the test.
   check::report checked() const {
     check::report report = check::check_archive(anchor);
     std::string errors;
     for (const std::string& line : report.errors) errors += line + "\n";
     CHECK_MESSAGE(report.ok(), "otf2_check found errors:\n" << errors);
+    const std::string out = dir.file("python.out");
+    const std::string command = std::string{FERRET_OTF2_PYTHON} + " '" + FERRET_OTF2_PYTHON_READER + "' '" +
+                                anchor + "' > '" + out + "' 2>&1";
+    CHECK_MESSAGE(std::system(command.c_str()) == 0, "python3-otf2: " << read_text(out));
     return report;
   }
 
