@@ -28,7 +28,7 @@
 #include "otf2_collectives.hpp"
 #include "otf2_definitions.hpp"
 #include "otf2_errors.hpp"
-#include "otf2_properties.hpp"
+#include "otf2_text.hpp"
 
 namespace ferret::otf2 {
 namespace {
@@ -241,8 +241,10 @@ class otf2_backend final : public runtime::backend {
             "collective callbacks") ||
         !ok(OTF2_Archive_SetCreator(archive_, ("ferret " + session_.ferret_version).c_str()),
             "creator") ||
-        !ok(OTF2_Archive_SetMachineName(archive_, session_.hostname.c_str()), "machine name") ||
-        !ok(OTF2_Archive_SetDescription(archive_, session_.command_line.c_str()), "description") ||
+        !ok(OTF2_Archive_SetMachineName(archive_, archive_text(session_.hostname, 1024).c_str()),
+            "machine name") ||
+        !ok(OTF2_Archive_SetDescription(archive_, archive_text(session_.command_line, 16 * 1024).c_str()),
+            "description") ||
         !ok(OTF2_Archive_OpenEvtFiles(archive_), "opening the event files"))
       return error_;
     machine_name_ = string_ref("machine");
@@ -408,7 +410,10 @@ class otf2_backend final : public runtime::backend {
   std::string describe() const override {
     std::string line = fmt::format("otf2 archive: {}/{}.otf2 ({} locations)", directory_,
                                    archive_name, locations_.size());
-    if (failed_) fmt::format_to(std::back_inserter(line), ", incomplete: {}", error_);
+    // OTF2 may report an error and still return success: the archive is then
+    // as suspect as after a failed call.
+    if (failed_ || errors_.count > 0)
+      fmt::format_to(std::back_inserter(line), ", incomplete: {}", failed_ ? error_ : errors_.first);
     if (errors_.count > 1) fmt::format_to(std::back_inserter(line), " ({} errors from OTF2)", errors_.count);
     return line;
   }
@@ -436,7 +441,7 @@ class otf2_backend final : public runtime::backend {
   // One line per failed archive: describe() gives it at exit from
   // FERRET_VERBOSE=1 on; below that only errors are shown, so it is said here.
   void report_failure() const {
-    if (failed_ && runtime::verbosity() < 1) runtime::print_message(describe());
+    if ((failed_ || errors_.count > 0) && runtime::verbosity() < 1) runtime::print_message(describe());
   }
 
   // A time on the runtime's clock as an OTF2 timestamp on `where`, never
@@ -455,7 +460,7 @@ class otf2_backend final : public runtime::backend {
   std::uint32_t string_ref(const std::string& text) {
     const auto [it, inserted] =
         string_ids_.emplace(text, static_cast<std::uint32_t>(strings_.size()));
-    if (inserted) strings_.push_back(text);
+    if (inserted) strings_.push_back(archive_text(text, longest_string));
     return it->second;
   }
 
@@ -561,7 +566,7 @@ class otf2_backend final : public runtime::backend {
         offset_ + static_cast<std::uint64_t>(std::max<std::int64_t>(time_ns, 0));
     latest_ = std::max(latest_, t);
     markers_list_.push_back(
-        {t, 0, it->second, OTF2_MARKER_SCOPE_LOCATION, global_location(id), text});
+        {t, 0, it->second, OTF2_MARKER_SCOPE_LOCATION, global_location(id), archive_text(text, longest_string)});
     ++markers_;
   }
 
@@ -742,13 +747,14 @@ class otf2_backend final : public runtime::backend {
   std::vector<property> properties(const session_status& status) const {
     std::vector<property> list;
     // An empty value would remove the property.
-    auto add = [&](std::string name, std::string value, bool summed) {
-      list.push_back({std::move(name), value.empty() ? "-" : std::move(value), summed});
+    auto add = [&](std::string name, std::string_view value, bool summed) {
+      list.push_back({std::move(name), value.empty() ? "-" : archive_text(value, longest_property_value), summed});
     };
-    // Metadata: the key escaped (otf2_properties.hpp), and as given beside it.
-    auto add_metadata = [&](std::string_view prefix, const std::string& key, std::string value, bool summed) {
+    // Metadata: the key escaped (otf2_text.hpp), and as given beside it.
+    auto add_metadata = [&](std::string_view prefix, const std::string& key, const std::string& value,
+                            bool summed) {
       const std::string name = fmt::format("FERRET::{}::{}", prefix, property_key(key));
-      add(name, std::move(value), summed);
+      add(name, value, summed);
       if (!key.empty()) add(name + "::KEY", key, false);
     };
     add("FERRET::VERSION", session_.ferret_version, false);
@@ -858,8 +864,32 @@ class otf2_backend final : public runtime::backend {
       const std::string failed = markers == nullptr ? "no marker writer" : write_markers(markers, global);
       if (!failed.empty()) fail("writing the markers: " + failed);
     }
-    for (const property& p : global.properties)
-      ok(OTF2_Archive_SetProperty(archive_, p.name.c_str(), p.value.c_str(), true), "property");
+    write_properties(global.properties);
+  }
+
+  // The properties, as many as OTF2's anchor file holds (otf2_text.hpp): a
+  // property and its ::KEY go in together or are left out together, counted.
+  void write_properties(const std::vector<property>& properties) {
+    std::size_t used = 0;
+    std::uint64_t omitted = 0;
+    for (std::size_t i = 0; i < properties.size(); ++i) {
+      const bool with_key = i + 1 < properties.size() && properties[i + 1].name == properties[i].name + "::KEY";
+      std::size_t size = 0;
+      for (std::size_t k = i; k <= i + (with_key ? 1 : 0); ++k)
+        size += properties[k].name.size() + properties[k].value.size() + 16;
+      if (used + size > property_budget) {
+        ++omitted;
+      } else {
+        used += size;
+        for (std::size_t k = i; k <= i + (with_key ? 1 : 0); ++k)
+          ok(OTF2_Archive_SetProperty(archive_, properties[k].name.c_str(), properties[k].value.c_str(), true),
+             "property");
+      }
+      if (with_key) ++i;
+    }
+    if (omitted > 0)
+      ok(OTF2_Archive_SetProperty(archive_, "FERRET::METADATA_OMITTED", std::to_string(omitted).c_str(), true),
+         "property");
   }
 
   // Rank 0 gathers every rank's definitions, unifies them and sends each rank

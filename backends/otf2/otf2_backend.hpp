@@ -59,7 +59,8 @@
 // clock source, events recorded and dropped, the loss counters above, runtime
 // metadata (FERRET::RUNTIME::<KEY>) and run metadata (FERRET::RUN::<KEY>), each
 // key escaped injectively into OTF2's [A-Z0-9_] and kept as given in
-// <...>::KEY (otf2_properties.hpp); integers exact.
+// <...>::KEY (otf2_text.hpp); integers exact. Texts are bounded to what OTF2's
+// files hold; run metadata beyond that is counted (FERRET::METADATA_OMITTED).
 //
 // Errors: the OTF2 library's own messages stay off stderr (otf2_errors.hpp);
 // a failed archive is one line, at exit (FERRET_VERBOSE=1) or when it fails
