@@ -135,15 +135,23 @@ class tau_backend final : public runtime::backend {
     for (std::size_t i = 0; i < count; ++i) {
       const record& r = records[i];
       if (r.name == nullptr) continue;
-      thread.current[0] = static_cast<double>(r.time_ns);
-      switch (r.kind) {
-        case record_kind::region_begin: thread.begin(r.name, function_of(r.name)); break;
-        case record_kind::region_end: end_region(thread, r.name); break;
-        case record_kind::mark:
-          // TAU has no instants: a mark counts as a user event of value 1.
-          thread.add_event(event_of(r.name), 1.0, thread.top_node());
-          break;
-        case record_kind::counter: add_counter_sample(thread, r); break;
+      thread.now_ns = r.time_ns;
+      // Regions first, and their common cases inline (thread_profile).
+      if (r.kind == record_kind::region_begin) {
+        if (const std::uint32_t node = thread.cached_child(r.name); node != 0)
+          thread.enter(r.name, node);
+        else
+          thread.begin(r.name, function_of(r.name));
+      } else if (r.kind == record_kind::region_end) {
+        if (thread.ends_innermost(r.name))
+          thread.close_innermost();
+        else
+          end_region(thread, r.name);
+      } else if (r.kind == record_kind::mark) {
+        // TAU has no instants: a mark counts as a user event of value 1.
+        thread.add_event(event_of(r.name), 1.0, thread.top_node());
+      } else {
+        add_counter_sample(thread, r);
       }
     }
   }
@@ -168,7 +176,7 @@ class tau_backend final : public runtime::backend {
       thread_profile& thread = *threads_[index];
       if (thread.open_frames() == 0) continue;
       thread.see(latest_ns_);
-      thread.current[0] = static_cast<double>(latest_ns_);
+      thread.now_ns = latest_ns_;
       while (thread.open_frames() > 0) {
         ++unfinished_regions_;
         thread.close_innermost();
@@ -301,7 +309,7 @@ class tau_backend final : public runtime::backend {
     }
     if (metric_of_counter_.size() > 0) {
       if (const std::size_t metric = metric_of(sample.name); metric != 0) {
-        thread.current[metric] = sample.value;
+        thread.set_counter(metric, sample.value);
         counter_seen_[metric] = true;
       }
     }
@@ -339,7 +347,7 @@ class tau_backend final : public runtime::backend {
     thread.see(activity.start_ns);
     thread.see(end_ns);
     latest_ns_ = std::max(latest_ns_, end_ns);
-    thread.add_interval(function, static_cast<double>(end_ns - activity.start_ns));
+    thread.add_interval(function, end_ns - activity.start_ns);
   }
 
   // Bytes as user events: on the stream (in total and per data object) and on

@@ -211,9 +211,9 @@ thread_layout layout_of(const thread_profile& thread, const profile_tables& tabl
     totals.calls += node.calls;
     totals.child_calls += node.child_calls;
     for (std::size_t m = 0; m < metrics; ++m) {
-      totals.exclusive[m] += thread.exclusive(n)[m];
-      if (!node.recursive) totals.inclusive[m] += thread.inclusive(n)[m];
-      if (!std::isfinite(thread.exclusive(n)[m]) || !std::isfinite(thread.inclusive(n)[m]))
+      totals.exclusive[m] += thread.exclusive(n, m);
+      if (!node.recursive) totals.inclusive[m] += thread.inclusive(n, m);
+      if (!std::isfinite(thread.exclusive(n, m)) || !std::isfinite(thread.inclusive(n, m)))
         ++layout.saturated_values;
     }
   }
@@ -222,8 +222,8 @@ thread_layout layout_of(const thread_profile& thread, const profile_tables& tabl
     totals.calls += folded.calls;
     totals.child_calls += folded.child_calls;
     for (std::size_t m = 0; m < metrics; ++m) {
-      totals.exclusive[m] += folded.exclusive[m];
-      totals.inclusive[m] += folded.inclusive[m];
+      totals.exclusive[m] += folded.exclusive(m);
+      totals.inclusive[m] += folded.inclusive(m);
     }
   }
   for (auto& [function, totals] : flat)
@@ -233,7 +233,7 @@ thread_layout layout_of(const thread_profile& thread, const profile_tables& tabl
   // thread) to its last event; a counter metric from 0 to its last value.
   layout.root_inclusive.assign(metrics, 0.0);
   layout.root_inclusive[0] = static_cast<double>(thread.end_ns - thread.start_ns);
-  for (std::size_t m = 1; m < metrics; ++m) layout.root_inclusive[m] = thread.current[m];
+  for (std::size_t m = 1; m < metrics; ++m) layout.root_inclusive[m] = thread.now_value(m);
 
   // A context the thread never entered as a region has no entry: its samples
   // go to the nearest enclosing one.
@@ -270,7 +270,7 @@ int write_profile(const std::string& path, const thread_profile& thread, const t
   // the regions in it (they do not overlap on a thread, nor on a stream); its
   // exclusive time is then within half a unit of inclusive minus the children.
   const double scale = time ? 1000.0 : 1.0;
-  const double children = thread.root_children[metric] / scale;
+  const double children = thread.root_children(metric) / scale;
   double root_inclusive = layout.root_inclusive[metric] / scale;
   root_inclusive = time ? std::ceil(root_inclusive) : std::nearbyint(root_inclusive);
   double root_exclusive = std::nearbyint(root_inclusive - children);
@@ -291,7 +291,7 @@ int write_profile(const std::string& path, const thread_profile& thread, const t
   for (const std::uint32_t n : layout.path_nodes) {
     const call_node& node = thread.nodes[n];
     append_function_line(out, path_of(thread, n, tables), node.calls, node.child_calls,
-                         thread.exclusive(n)[metric], thread.inclusive(n)[metric], "TAU_CALLPATH|",
+                         thread.exclusive(n, metric), thread.inclusive(n, metric), "TAU_CALLPATH|",
                          tables.functions[node.function].group, time);
     file.maybe_flush();
   }
