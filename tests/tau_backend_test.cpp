@@ -29,6 +29,7 @@
 #include <string_view>
 #include <vector>
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 namespace {
@@ -716,6 +717,39 @@ TEST_CASE("FERRET_TAU_METRICS=items: the counter's change per region, beside TIM
   check_entry(entry(worker_items, ".TAU application => work"), 1, 1, 2, 3);
   check_entry(entry(worker_items, ".TAU application => work => inner"), 1, 0, 1, 1);
   check_entry(entry(run.report.find(0, 0, "items"), "phase"), 2, 2, 0, 0);
+}
+
+TEST_CASE("120,000 nested regions: memory and output stay small, the folded calls are counted") {
+  // Before, call paths cost memory with the square of the depth: 10,000 nested
+  // regions took 1.4 GB, 100,000 were killed at 24 GB.
+  profiled_run run;
+  run.result = ferret::testing::run_program(run.dir.path(), {FERRET_DEEP_NESTING_APP},
+                                            {{"FERRET_BACKEND", "tau"}, {"FERRET_OUTPUT", "profile"}});
+  INFO(run.result.err);
+  REQUIRE(run.result.exit_code == 0);
+  rusage children{};
+  getrusage(RUSAGE_CHILDREN, &children);  // the largest child so far: this one
+  const long peak_mib = children.ru_maxrss / 1024;
+  INFO("peak resident memory " << peak_mib << " MiB");
+  CHECK(peak_mib < 256);  // a few tens of MiB in a plain build; the sanitizers add their share
+  run.report = checked(run.dir.path() + "/profile");
+  const tc::profile* p = run.report.find(0, 0);
+  REQUIRE(p != nullptr);
+  CHECK(entry(p, "recursion").calls == 100'000);
+  CHECK(entry(p, "level 0").calls == 1);
+  CHECK(entry(p, "level 19999").calls == 1);
+  CHECK(p->attribute("callpath-folded-calls") == std::to_string(120'000 - (ferret::tau::callpath_depth - 1)));
+  CHECK(fs::file_size(run.dir.path() + "/profile/profile.0.0.0") < 4 * 1024 * 1024);
+}
+
+TEST_CASE("FERRET_TAU_METRICS naming a counter that never has a sample: one line naming it") {
+  profiled_run run;
+  run_known_tree(run, {{"FERRET_TAU_METRICS", "items,no such counter"}, {"FERRET_VERBOSE", "0"}});
+  CHECK(run.result.err ==
+        "ferret: FERRET_TAU_METRICS: no counter named 'no such counter' was recorded; its metric is 0 in the "
+        "profile\n");
+  run.report = checked(run.dir.path() + "/profile");
+  CHECK(run.report.metrics == std::vector<std::string>{"TIME", "items", "no_such_counter"});
 }
 
 TEST_CASE("an output that cannot be a directory: one line on stderr, the program runs on") {
