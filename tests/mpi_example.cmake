@@ -6,7 +6,7 @@
 #   process location groups, each rank's threads, the expected regions,
 #   balance, time order, events before MPI_Init) and otf2-print (exit 0, empty
 #   stderr, no INVALID reference).
-include(${CMAKE_CURRENT_LIST_DIR}/otf2_print_clean.cmake)
+include(${CMAKE_CURRENT_LIST_DIR}/otf2_read_back.cmake)
 file(REMOVE_RECURSE ${WORK})
 file(MAKE_DIRECTORY ${WORK})
 # A 2-core container: shared memory between the ranks only (no network
@@ -92,7 +92,7 @@ elseif(MODE STREQUAL "otf2")
   if(NOT status EQUAL 0)
     message(FATAL_ERROR "ferret-otf2-check failed")
   endif()
-  otf2_print_clean(${OTF2_PRINT} ${anchor} out)
+  otf2_read_back(${anchor} out)
   # Both ranks' main threads enter "startup" (recorded before MPI_Init).
   string(REGEX MATCHALL "\nENTER [^\n]*\"startup\"" startups "${out}")
   list(LENGTH startups startup_count)

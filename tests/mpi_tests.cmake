@@ -18,6 +18,7 @@ if(FERRET_HAVE_OTF2)
     add_test(NAME mpi_example_${mode}
              COMMAND ${CMAKE_COMMAND} ${mpi_test_arguments} -DMODE=${mode}
                      -DOTF2_CHECK=$<TARGET_FILE:ferret-otf2-check> -DOTF2_PRINT=${FERRET_OTF2_PRINT}
+                     -DOTF2_PYTHON=${FERRET_OTF2_PYTHON}
                      -DWORK=${CMAKE_CURRENT_BINARY_DIR}/mpi_example_${mode}
                      -P ${CMAKE_CURRENT_SOURCE_DIR}/mpi_example.cmake)
     set_tests_properties(mpi_example_${mode} PROPERTIES LABELS "process;mpi")

@@ -1,9 +1,27 @@
 # Included from tests/CMakeLists.txt when the OTF2 backend is built: the
 # backend driven directly, and the heat example traced to an OTF2 archive; every
-# archive read back with the OTF2 reader API and with otf2-print.
+# archive read back with the OTF2 reader API (ferret-otf2-check), otf2-print and
+# Debian's python3-otf2 (otf2_read_back.cmake, support/otf2_python_reader.py).
 find_program(FERRET_OTF2_PRINT otf2-print REQUIRED)
+# python3-otf2 installs for Debian's own Python only.
+find_program(FERRET_OTF2_PYTHON python3 PATHS /usr/bin NO_DEFAULT_PATH)
+execute_process(COMMAND ${FERRET_OTF2_PYTHON} -c "import otf2" RESULT_VARIABLE otf2_python_status
+                OUTPUT_QUIET ERROR_QUIET)
+if(NOT FERRET_OTF2_PYTHON OR NOT otf2_python_status EQUAL 0)
+  message(FATAL_ERROR "ferret's OTF2 tests read archives with Debian's python3-otf2, which "
+                      "${FERRET_OTF2_PYTHON} cannot import: install python3-otf2 "
+                      "(tools/install-deps test), or set FERRET_OTF2_PYTHON")
+endif()
+set(otf2_readers -DOTF2_PRINT=${FERRET_OTF2_PRINT} -DOTF2_PYTHON=${FERRET_OTF2_PYTHON})
+
+# The python3-otf2 check itself: a good archive passes, broken ones fail.
+add_test(NAME otf2_python_reader_test
+         COMMAND ${FERRET_OTF2_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/otf2_python_reader_test.py)
+set_tests_properties(otf2_python_reader_test PROPERTIES LABELS "unit")
 add_executable(otf2_backend_test otf2_backend_test.cpp)
-target_compile_definitions(otf2_backend_test PRIVATE FERRET_OTF2_PRINT="${FERRET_OTF2_PRINT}")
+target_compile_definitions(otf2_backend_test PRIVATE FERRET_OTF2_PRINT="${FERRET_OTF2_PRINT}"
+  FERRET_OTF2_PYTHON="${FERRET_OTF2_PYTHON}"
+  FERRET_OTF2_PYTHON_READER="${CMAKE_CURRENT_SOURCE_DIR}/support/otf2_python_reader.py")
 target_link_libraries(otf2_backend_test PRIVATE ferret_otf2 ferret_otf2_check doctest_main
                                                 ferret_warnings)
 add_test(NAME otf2_backend_test COMMAND otf2_backend_test)
@@ -11,7 +29,7 @@ set_tests_properties(otf2_backend_test PROPERTIES LABELS "unit")
 
 add_test(NAME otf2_example
          COMMAND ${CMAKE_COMMAND} -DHEAT=$<TARGET_FILE:heat> -DCHECK=$<TARGET_FILE:ferret-otf2-check>
-                 -DPRINT=${FERRET_OTF2_PRINT} -DWORK=${CMAKE_CURRENT_BINARY_DIR}/otf2_example
+                 ${otf2_readers} -DWORK=${CMAKE_CURRENT_BINARY_DIR}/otf2_example
                  -P ${CMAKE_CURRENT_SOURCE_DIR}/otf2_example.cmake)
 set_tests_properties(otf2_example PROPERTIES LABELS "process")
 
@@ -25,7 +43,7 @@ add_executable(chrome-otf2-compare chrome_otf2_compare_main.cpp)
 target_link_libraries(chrome-otf2-compare PRIVATE ferret_chrome_otf2_compare ferret_warnings)
 add_test(NAME otf2_chrome_same_events
          COMMAND ${CMAKE_COMMAND} -DHEAT=$<TARGET_FILE:heat>
-                 -DCOMPARE=$<TARGET_FILE:chrome-otf2-compare> -DPRINT=${FERRET_OTF2_PRINT}
+                 -DCOMPARE=$<TARGET_FILE:chrome-otf2-compare> ${otf2_readers}
                  -DWORK=${CMAKE_CURRENT_BINARY_DIR}/otf2_chrome_same_events
                  -P ${CMAKE_CURRENT_SOURCE_DIR}/otf2_chrome_same_events.cmake)
 set_tests_properties(otf2_chrome_same_events PROPERTIES LABELS "process")

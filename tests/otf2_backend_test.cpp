@@ -1,9 +1,11 @@
 // Tests of the OTF2 backend, driven directly (no runtime session): records go
 // in through the backend interface, and every archive that comes out is read
-// back with the OTF2 reader API (ferret::otf2_check) and with otf2-print (no
-// INVALID references, nothing on stderr).
+// back with the OTF2 reader API (ferret::otf2_check), with Debian's python3-otf2
+// (support/otf2_python_reader.py) and with otf2-print (no INVALID references,
+// nothing on stderr).
 #include "otf2_backend.hpp"
 #include "otf2_check.hpp"
+#include "otf2_text.hpp"
 #include "support/backend_test_support.hpp"
 
 #include <doctest/doctest.h>
@@ -11,6 +13,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <filesystem>
@@ -25,6 +28,7 @@
 #include <string_view>
 #include <vector>
 
+#include <fcntl.h>
 #include <unistd.h>
 
 namespace {
@@ -81,12 +85,17 @@ struct fixture {
     backend->flush(status);
   }
 
-  // Reads the archive back; every reader-level error fails the test.
+  // Reads the archive back with the reader API and with python3-otf2; every
+  // reader-level error fails the test.
   check::report checked() const {
     check::report report = check::check_archive(anchor);
     std::string errors;
     for (const std::string& line : report.errors) errors += line + "\n";
     CHECK_MESSAGE(report.ok(), "otf2_check found errors:\n" << errors);
+    const std::string out = dir.file("python.out");
+    const std::string command = std::string{FERRET_OTF2_PYTHON} + " '" + FERRET_OTF2_PYTHON_READER + "' '" +
+                                anchor + "' > '" + out + "' 2>&1";
+    CHECK_MESSAGE(std::system(command.c_str()) == 0, "python3-otf2: " << read_text(out));
     return report;
   }
 
@@ -150,9 +159,11 @@ TEST_CASE("host threads: regions, counters, marks and metadata") {
   CHECK(report.properties.at("FERRET::UNBALANCED_REGION_ENDS") == "1");
   CHECK(report.properties.at("FERRET::UNFINISHED_REGIONS") == "1");
   CHECK(report.properties.at("FERRET::CLAMPED_TIMESTAMPS") == "0");
-  CHECK(report.properties.at("FERRET::RUN::GRID_SIZE") == "512");
+  CHECK(report.properties.at("FERRET::RUN::GRID_2DSIZE") == "512");
+  CHECK(report.properties.at("FERRET::RUN::GRID_2DSIZE::KEY") == "grid-size");
   CHECK(report.properties.at("FERRET::RUN::SOLVER") == "cg");
-  CHECK(report.properties.at("FERRET::RUNTIME::CLOCK_FREQUENCY_HZ") == "2500000000");
+  CHECK(report.properties.at("FERRET::RUNTIME::CLOCK_2DFREQUENCY_2DHZ") == "2500000000");
+  CHECK(report.properties.at("FERRET::RUNTIME::CLOCK_2DFREQUENCY_2DHZ::KEY") == "clock-frequency-hz");
   CHECK(report.properties.at("FERRET::HOSTNAME") == "testhost");
   // Main: solve, step, launch, step, step, step; all left.
   CHECK(report.locations.at(0).enters == 6);
@@ -295,6 +306,61 @@ TEST_CASE("GPU: stream locations, kernels sorted per stream, copies as RMA") {
   // The overlapping kernel and the one from the past are clamped.
   CHECK(report.properties.at("FERRET::CLAMPED_TIMESTAMPS") != "0");
   CHECK(report.properties.at("FERRET::GPU_SYNCHRONIZATIONS_NOT_WRITTEN") == "1");
+}
+
+TEST_CASE("metadata keys: one property each, the key kept beside it, the archive complete") {
+  CHECK(ferret::otf2::property_key("grid-size") == "GRID_2DSIZE");
+  CHECK(ferret::otf2::property_key("a_b") == "A_5FB");
+  CHECK(ferret::otf2::property_key("a-b") == "A_2DB");
+  CHECK(ferret::otf2::property_key("A") == "_41");
+  CHECK(ferret::otf2::property_key("unicode-Gr\xC3\xB6\xC3\x9F" "e") == "UNICODE_2D_47R_C3_B6_C3_9FE");
+  CHECK(ferret::otf2::property_key("") == "_");
+
+  fixture run;
+  const std::vector<std::string> keys{"a-b", "a_b", "A-B", "unicode-Gr\xC3\xB6\xC3\x9F" "e", "", " ", "a::b",
+                                      std::string(64 * 1024, 'k')};
+  run.user_metadata.clear();
+  for (std::size_t i = 0; i < keys.size(); ++i) run.user_metadata.emplace_back(keys[i], std::int64_t(i));
+  run.user_metadata.emplace_back("empty value", std::string{});
+  run.user_metadata.emplace_back("big", std::int64_t{9007199254740993});  // 2^53 + 1
+  run.feed(run.main_thread, {mark(10, run.names.add("x"))});
+  run.flush(true);
+  CHECK(run.backend->describe().find("incomplete") == std::string::npos);
+  const check::report report = run.checked();
+  run.printed();
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    const std::string name = "FERRET::RUN::" + ferret::otf2::property_key(keys[i]);
+    INFO(name.substr(0, 80));  // (long names and values: the start is enough)
+    REQUIRE(report.properties.count(name) == 1);
+    CHECK(report.properties.at(name) == std::to_string(i));
+    if (!keys[i].empty())
+      CHECK(report.properties.at(name + "::KEY") == ferret::otf2::archive_text(keys[i], ferret::otf2::longest_property_value));
+  }
+  CHECK(report.properties.at("FERRET::RUN::EMPTY_20VALUE") == "-");
+  CHECK(report.properties.at("FERRET::RUN::BIG") == "9007199254740993");
+}
+
+TEST_CASE("a failing archive: OTF2's own error lines stay off stderr, describe() says it once") {
+  fixture run;
+  const rt::name_info* work = run.names.add("work");
+  run.feed(run.main_thread, {begin(1'000, work), end(2'000, work)});
+  std::filesystem::remove_all(run.dir.file("trace"));  // the archive's directory is gone
+  const std::string captured = run.dir.file("stderr");
+  std::fflush(stderr);
+  const int saved = ::dup(2);
+  const int file = ::open(captured.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  REQUIRE(file >= 0);
+  ::dup2(file, 2);
+  run.flush(true);
+  std::fflush(stderr);
+  ::dup2(saved, 2);
+  ::close(file);
+  ::close(saved);
+  CHECK(read_text(captured).empty());  // at FERRET_VERBOSE=1 the exit line says it
+  const std::string line = run.backend->describe();
+  INFO(line);
+  CHECK(line.find("incomplete: ") != std::string::npos);
+  CHECK(line.find("errors from OTF2") != std::string::npos);
 }
 
 TEST_CASE("archive naming") {

@@ -1,7 +1,7 @@
 # The heat example traced once with FERRET_BACKEND=chrome,otf2: chrome-otf2-compare
 # must find the same events in heat.json and heat/traces.otf2, and otf2-print
-# must read the archive cleanly.
-include(${CMAKE_CURRENT_LIST_DIR}/otf2_print_clean.cmake)
+# and python3-otf2 must read the archive cleanly.
+include(${CMAKE_CURRENT_LIST_DIR}/otf2_read_back.cmake)
 file(REMOVE_RECURSE ${WORK})
 file(MAKE_DIRECTORY ${WORK})
 execute_process(COMMAND ${CMAKE_COMMAND} -E env FERRET_BACKEND=chrome,otf2 FERRET_OUTPUT=${WORK}/heat
@@ -16,7 +16,7 @@ message(STATUS "${out}${err}")
 if(NOT status EQUAL 0)
   message(FATAL_ERROR "chrome and otf2 differ")
 endif()
-otf2_print_clean(${PRINT} ${WORK}/heat/traces.otf2 printed)
+otf2_read_back(${WORK}/heat/traces.otf2 printed)
 if(NOT out MATCHES "compared [1-9][0-9]* region names \\([1-9][0-9]* calls\\), 0 copies, 1 marks, [1-9][0-9]* counter samples: the same")
   message(FATAL_ERROR "the comparison did not cover regions, the mark and counters")
 endif()

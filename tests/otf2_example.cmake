@@ -1,7 +1,7 @@
 # The heat example traced with FERRET_BACKEND=otf2, then read back with
-# ferret-otf2-check (balance, time order, regions, locations, the mark) and
-# otf2-print (exit 0, nothing on stderr, no INVALID reference).
-include(${CMAKE_CURRENT_LIST_DIR}/otf2_print_clean.cmake)
+# ferret-otf2-check (balance, time order, regions, locations, the mark),
+# otf2-print and python3-otf2 (otf2_read_back.cmake).
+include(${CMAKE_CURRENT_LIST_DIR}/otf2_read_back.cmake)
 file(REMOVE_RECURSE ${WORK})
 file(MAKE_DIRECTORY ${WORK})
 execute_process(COMMAND ${CMAKE_COMMAND} -E env FERRET_BACKEND=otf2 FERRET_OUTPUT=${WORK}/heat.otf2
@@ -18,7 +18,7 @@ message(STATUS "${out}${err}")
 if(NOT status EQUAL 0)
   message(FATAL_ERROR "ferret-otf2-check failed")
 endif()
-otf2_print_clean(${PRINT} ${anchor} out)
+otf2_read_back(${anchor} out)
 string(REGEX MATCHALL "\nENTER " enters "${out}")
 list(LENGTH enters enter_count)
 if(enter_count LESS 100)

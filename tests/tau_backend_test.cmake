@@ -9,12 +9,17 @@ add_test(NAME tau_check_test COMMAND tau_check_test)
 add_executable(ferret-tau-known-tree support/known_tree_app.cpp)
 target_link_libraries(ferret-tau-known-tree PRIVATE ferret::tau Threads::Threads ferret_warnings)
 
+# 120,000 nested regions, for the memory bound.
+add_executable(ferret-deep-nesting support/deep_nesting_app.cpp)
+target_link_libraries(ferret-deep-nesting PRIVATE ferret::tau ferret_warnings)
+
 add_executable(tau_backend_test tau_backend_test.cpp)
 target_compile_definitions(tau_backend_test PRIVATE
-                           FERRET_KNOWN_TREE_APP="$<TARGET_FILE:ferret-tau-known-tree>")
+                           FERRET_KNOWN_TREE_APP="$<TARGET_FILE:ferret-tau-known-tree>"
+                           FERRET_DEEP_NESTING_APP="$<TARGET_FILE:ferret-deep-nesting>")
 target_link_libraries(tau_backend_test PRIVATE ferret_tau ferret::tau_check ferret_run_program
                                                doctest_main ferret_warnings)
-add_dependencies(tau_backend_test ferret-tau-known-tree)
+add_dependencies(tau_backend_test ferret-tau-known-tree ferret-deep-nesting)
 add_test(NAME tau_backend_test COMMAND tau_backend_test --test-suite-exclude=process)
 add_test(NAME tau_backend_process_test COMMAND tau_backend_test --test-suite=process)
 set_tests_properties(tau_check_test tau_backend_test PROPERTIES LABELS "unit")

@@ -4,12 +4,16 @@
 // directory written is checked by ferret::tau_check before its values are read.
 #include "tau_backend.hpp"
 #include "tau_check.hpp"
+#include "tau_names.hpp"
+#include "tau_thread_profile.hpp"
 #include "support/run_program.hpp"
 #include "support/backend_test_support.hpp"
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cfloat>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -25,6 +29,7 @@
 #include <string_view>
 #include <vector>
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 namespace {
@@ -364,27 +369,66 @@ TEST_CASE("GPU: one virtual thread per stream after the host threads, bytes as u
   CHECK(host->attribute("gpu-operations-not-profiled") == "2");
 }
 
-TEST_CASE("names with quotes, brackets, separators and non-ASCII text are written so that readers parse them") {
-  CHECK(ferret::tau::profile_name("say \"hi\"") == "say 'hi'");
-  CHECK(ferret::tau::profile_name("a[i] => b : c") == "a[i] -> b: c");
-  CHECK(ferret::tau::profile_name("größe µs 🚀") == "größe µs 🚀");
-  CHECK(ferret::tau::profile_name("bad\xff" "byte") == "bad\xEF\xBF\xBD" "byte");
-  CHECK(ferret::tau::profile_name("two\nlines\t") == "two lines ");
+TEST_CASE("names: one rule, applied where a reader needs it") {
+  using ferret::tau::profile_name;
+  CHECK(profile_name("say \"hi\"") == "say 'hi'");
+  CHECK(profile_name("a[i] => b : c") == "a[i] -> b: c");
+  CHECK(profile_name("a : : b") == "a:: b");  // no new " : " forms
+  CHECK(profile_name("größe µs 🚀") == "größe µs 🚀");
+  CHECK(profile_name("bad\xff" "byte") == "bad\xEF\xBF\xBD" "byte");
+  CHECK(profile_name("two\nlines\t") == "two lines");
+  CHECK(profile_name("  a   b  ") == "a b");
+  CHECK(profile_name("") == "(unnamed)");
+  CHECK(profile_name(" \t\n ") == "(unnamed)");
+  // TAU's annotations lose their meaning
+  CHECK(profile_name("x [{f.cpp} {abc,1}]") == "x [ {f.cpp} {abc,1}]");
+  CHECK(profile_name("x [ <n> ]") == "x [<n> ]");
+  CHECK(profile_name("a [@] b [@] c") == "a [at] b [at] c");
+  CHECK(profile_name("OpenMP location: x") == "OpenMP location\xE2\x88\xB6 x");
+  CHECK(profile_name("file: a line: b") == "file\xE2\x88\xB6 a line\xE2\x88\xB6 b");
+  CHECK(profile_name("profile: deadline: x") == "pro" "file\xE2\x88\xB6 dead" "line\xE2\x88\xB6 x");
+  CHECK(profile_name("profile: x") == "profile: x");  // not mpiP's form
+  CHECK(profile_name("!$omp do @a:b:c") == "!$omp do @a\xE2\x88\xB6" "b\xE2\x88\xB6" "c");
+  // Long names are cut, and stay apart.
+  const std::string long_a = std::string(5000, 'x') + "a";
+  const std::string long_b = std::string(5000, 'x') + "b";
+  CHECK(profile_name(long_a).size() <= ferret::tau::longest_name);
+  CHECK(profile_name(long_a) != profile_name(long_b));
+  CHECK(profile_name(std::string(3000, '\xC3') ).size() <= ferret::tau::longest_name);
+  const std::string cut = profile_name(std::string(2000, 'x') + std::string(1000, 'y'));
+  CHECK(cut.rfind(std::string(1000, 'x'), 0) == 0);
+
+  CHECK(ferret::tau::located_name("f{x}", "dir/my {file}.cpp", 7) == "f(x) [{dir/my__file_.cpp} {7,0}]");
+  const std::string deep_file = std::string(400, 'd') + "/main.cpp";
+  const std::string located = ferret::tau::located_name("f", deep_file, 1);
+  CHECK(located.size() < ferret::tau::longest_file + 20);
+  CHECK(located.find("/main.cpp} {1,0}]") != std::string::npos);
+  CHECK(ferret::tau::domain_group("my lib|x") == "TAU_USER|my_lib_x");
+
   std::string xml;
-  ferret::tau::append_xml_text(xml, "a<b>&c #1\n\x01é");
-  CHECK(xml == "a&lt;b&gt;&amp;c &#x23;1&#xa;\xEF\xBF\xBD" "é");
-  CHECK(ferret::tau::metric_file_name("a/b c:d\"e") == "a_b_c_d_e");
+  ferret::tau::append_xml_text(xml, "a<b>&c #1\n\x01\t" "é日\xff");
+  CHECK(xml == "a&lt;b&gt;&amp;c &#x23;1&#xA;&#xFFFD;\t&#xE9;&#x65E5;&#xFFFD;");
+  CHECK(ferret::tau::metric_file_name("a/b c:d\"e") == "a_b_c_d'e");
 
   fixture run;
   run.user_metadata.emplace_back("input", std::string{"<grid & \"mesh\">\n# 2"});
+  run.user_metadata.emplace_back("unicode-Größe", std::string{"日本語 ✓"});
+  run.user_metadata.emplace_back("", std::string{"empty key"});
   const auto* quoted = run.names.add("say \"hi\"");
   const auto* brackets = run.names.add("a[i] => b : c", {}, "dir/{x}.cpp", 7);
   const auto* unicode = run.names.add("größe µs");
   const auto* invalid = run.names.add("bad\xff");
   const auto* domain = run.names.add("factorize", "my \"lib\"");
+  const auto* annotation = run.names.add("x [{f.cpp} {abc,1}]");
+  const auto* empty = run.names.add("");
+  const auto* blank = run.names.add("   ");
+  const auto* huge = run.names.add(std::string(64 * 1024, 'h'));
+  const auto* mpip = run.names.add("file: x", {}, "line:3.cpp", 4);
   run.feed(run.main_thread, {begin(0, quoted), begin(1, brackets), begin(2, unicode), begin(3, invalid),
                              begin(4, domain), end(5, domain), end(6, invalid), end(7, unicode), end(8, brackets),
-                             end(9, quoted), mark(10, unicode)});
+                             end(9, quoted), mark(10, unicode), begin(11, annotation), end(12, annotation),
+                             begin(13, empty), end(14, empty), begin(15, blank), end(16, blank), begin(17, huge),
+                             mark(18, empty), end(19, huge), begin(20, mpip), end(21, mpip)});
   const tc::report r = run.finish();
   const tc::profile* p = r.find(0, 0);
   CHECK(entry(p, "say 'hi'").calls == 1);
@@ -392,8 +436,76 @@ TEST_CASE("names with quotes, brackets, separators and non-ASCII text are writte
   CHECK(entry(p, "größe µs").calls == 1);
   CHECK(entry(p, "bad\xEF\xBF\xBD").calls == 1);
   CHECK(entry(p, "factorize").group == "TAU_USER|my_'lib'");
+  CHECK(entry(p, "x [ {f.cpp} {abc,1}]").calls == 1);
+  CHECK(entry(p, "(unnamed)").calls == 2);  // the empty and the blank name
+  CHECK(entry(p, profile_name(std::string(64 * 1024, 'h'))).calls == 1);
+  CHECK(entry(p, "file\xE2\x88\xB6 x [{line\xE2\x88\xB6" "3.cpp} {4,0}]").calls == 1);
   CHECK(event(p, "größe µs").count == 1);
+  CHECK(event(p, "(unnamed)").count == 1);
   CHECK(p->attribute("input") == "<grid & \"mesh\">\n# 2");
+  CHECK(p->attribute("unicode-Größe") == "日本語 ✓");
+  CHECK(p->attribute("(unnamed)") == "empty key");
+}
+
+TEST_CASE("call-path profiles say so as TAU does; .TAU application in whole microseconds") {
+  fixture run;
+  const auto* a = run.names.add("a");
+  run.feed(run.main_thread, {begin(1500, a), end(2750, a)});
+  run.feed(run.worker, {begin(100, a), end(1234, a)});
+  const tc::report r = run.finish();
+  const tc::profile* p = r.find(0, 0);
+  CHECK(p->attribute("TAU_CALLPATH") == "on");
+  CHECK(p->attribute("TAU_CALLPATH_DEPTH") == "32");
+  // 0 .. 2750 ns: 3 µs (rounded up), of which a has 1.25.
+  check_entry(entry(p, ".TAU application"), 1, 1, 2, 3);
+  check_entry(entry(p, "a"), 1, 0, 1.25, 1.25);
+  std::ifstream in{run.dir.path() + "/profile.0.0.0"};
+  std::string line;
+  for (int i = 0; i < 3; ++i) std::getline(in, line);
+  CHECK(line == "\".TAU application\" 1 1 2 3 0 GROUP=\"TAU_DEFAULT\" ");
+  check_entry(entry(r.find(0, 1), ".TAU application"), 1, 1, 1, 2);  // 100 .. 1234 ns, rounded up
+}
+
+TEST_CASE("nesting deeper than the call-path limit is folded, counted and costs no more memory") {
+  fixture run;
+  const auto* level = run.names.add("level");
+  const auto* other = run.names.add("other");
+  std::vector<rt::record> records;
+  constexpr int depth = 100'000;
+  for (int i = 0; i < depth; ++i) records.push_back(begin(i, i == depth - 1 ? other : level));
+  for (int i = 0; i < depth; ++i) records.push_back(end(depth + i, i == 0 ? other : level));
+  run.backend->thread_records(run.main_thread, records.data(), records.size());
+  const tc::report r = run.finish();
+  const tc::profile* p = r.find(0, 0);
+  constexpr std::uint64_t written_levels = ferret::tau::callpath_depth - 1;
+  CHECK(p->attribute("callpath-folded-calls") == std::to_string(depth - written_levels));
+  CHECK(entry(p, "level").calls == depth - 1);
+  CHECK(entry(p, "level").inclusive == doctest::Approx(2 * depth / 1000.0 - 1 / 1000.0));  // the outermost
+  CHECK(entry(p, "other").calls == 1);
+  std::size_t paths = 0;
+  for (const tc::function_line& f : p->functions) paths += f.name.find(" => ") != std::string::npos;
+  CHECK(paths == written_levels);
+  const tc::function_line& limit = *std::find_if(p->functions.begin(), p->functions.end(), [](const auto& f) {
+    return std::count(f.name.begin(), f.name.end(), '>') == ferret::tau::callpath_depth - 1;
+  });
+  CHECK(limit.calls == 1);
+  CHECK(limit.subroutines == 1);  // its folded callee
+  CHECK(run.backend->describe().find("99969 calls nested deeper than 31 levels") != std::string::npos);
+}
+
+TEST_CASE("user events of huge finite samples: the sum of squares saturates, nothing is INF") {
+  fixture run;
+  const auto* big = run.names.add("big");
+  run.feed(run.main_thread, {sample(0, big, 1e200), sample(1, big, -1e200), sample(2, big, 1.0)});
+  const tc::report r = run.finish();
+  const tc::profile* p = r.find(0, 0);
+  const tc::user_event_line& e = event(p, "big");
+  CHECK(e.count == 3);
+  CHECK(e.max == 1e200);
+  CHECK(e.min == -1e200);
+  CHECK(e.mean == doctest::Approx(1.0 / 3));
+  CHECK(e.sum_of_squares == DBL_MAX);
+  CHECK(p->attribute("values-saturated") == "2");  // the event and its context event
 }
 
 TEST_CASE("the metadata line stays within pprof's 64 KiB line buffer") {
@@ -605,6 +717,39 @@ TEST_CASE("FERRET_TAU_METRICS=items: the counter's change per region, beside TIM
   check_entry(entry(worker_items, ".TAU application => work"), 1, 1, 2, 3);
   check_entry(entry(worker_items, ".TAU application => work => inner"), 1, 0, 1, 1);
   check_entry(entry(run.report.find(0, 0, "items"), "phase"), 2, 2, 0, 0);
+}
+
+TEST_CASE("120,000 nested regions: memory and output stay small, the folded calls are counted") {
+  // Before, call paths cost memory with the square of the depth: 10,000 nested
+  // regions took 1.4 GB, 100,000 were killed at 24 GB.
+  profiled_run run;
+  run.result = ferret::testing::run_program(run.dir.path(), {FERRET_DEEP_NESTING_APP},
+                                            {{"FERRET_BACKEND", "tau"}, {"FERRET_OUTPUT", "profile"}});
+  INFO(run.result.err);
+  REQUIRE(run.result.exit_code == 0);
+  rusage children{};
+  getrusage(RUSAGE_CHILDREN, &children);  // the largest child so far: this one
+  const long peak_mib = children.ru_maxrss / 1024;
+  INFO("peak resident memory " << peak_mib << " MiB");
+  CHECK(peak_mib < 256);  // a few tens of MiB in a plain build; the sanitizers add their share
+  run.report = checked(run.dir.path() + "/profile");
+  const tc::profile* p = run.report.find(0, 0);
+  REQUIRE(p != nullptr);
+  CHECK(entry(p, "recursion").calls == 100'000);
+  CHECK(entry(p, "level 0").calls == 1);
+  CHECK(entry(p, "level 19999").calls == 1);
+  CHECK(p->attribute("callpath-folded-calls") == std::to_string(120'000 - (ferret::tau::callpath_depth - 1)));
+  CHECK(fs::file_size(run.dir.path() + "/profile/profile.0.0.0") < 4 * 1024 * 1024);
+}
+
+TEST_CASE("FERRET_TAU_METRICS naming a counter that never has a sample: one line naming it") {
+  profiled_run run;
+  run_known_tree(run, {{"FERRET_TAU_METRICS", "items,no such counter"}, {"FERRET_VERBOSE", "0"}});
+  CHECK(run.result.err ==
+        "ferret: FERRET_TAU_METRICS: no counter named 'no such counter' was recorded; its metric is 0 in the "
+        "profile\n");
+  run.report = checked(run.dir.path() + "/profile");
+  CHECK(run.report.metrics == std::vector<std::string>{"TIME", "items", "no_such_counter"});
 }
 
 TEST_CASE("an output that cannot be a directory: one line on stderr, the program runs on") {

@@ -19,17 +19,20 @@ namespace tc = ferret::tau_check;
 
 constexpr std::string_view header_metadata =
     "<metadata><attribute><name>Metric Name</name><value>TIME</value></attribute>"
-    "<attribute><name>Hostname</name><value>node &amp; 1 &#x23;2</value></attribute></metadata>";
+    "<attribute><name>Hostname</name><value>node &amp; 1 &#x23;2 &#xF6;</value></attribute>"
+    "<attribute><name>TAU_CALLPATH</name><value>on</value></attribute>"
+    "<attribute><name>TAU_CALLPATH_DEPTH</name><value>32</value></attribute></metadata>";
 
 // A valid profile: main called twice from the root, compute once from each
-// main, extra once from the root.
+// main, extra once from the root. The root's times are whole numbers (its
+// exclusive time 99.5 rounded).
 std::string valid_profile() {
   return std::string{
              "7 templated_functions_MULTI_TIME\n"
              "# Name Calls Subrs Excl Incl ProfileCalls # "} +
          std::string{header_metadata} +
          "\n"
-         "\".TAU application\" 1 3 99.5 1000 0 GROUP=\"TAU_DEFAULT\" \n"
+         "\".TAU application\" 1 3 100 1000 0 GROUP=\"TAU_DEFAULT\" \n"
          "\"main\" 2 2 300 900 0 GROUP=\"TAU_USER\" \n"
          "\"compute [{a.cpp} {3,0}]\" 2 0 600 600 0 GROUP=\"TAU_USER\" \n"
          "\".TAU application => main\" 2 2 300 900 0 GROUP=\"TAU_CALLPATH|TAU_USER\" \n"
@@ -104,7 +107,7 @@ TEST_CASE("a valid profile passes and is read back") {
   REQUIRE(r.ok());
   const tc::profile& p = r.profiles.begin()->second;
   CHECK(p.metric == "TIME");
-  CHECK(p.attribute("Hostname") == "node & 1 #2");
+  CHECK(p.attribute("Hostname") == "node & 1 #2 ö");
   REQUIRE(p.functions.size() == 7);
   const tc::function_line* compute = p.function("compute [{a.cpp} {3,0}]");
   REQUIRE(compute != nullptr);
@@ -131,14 +134,14 @@ TEST_CASE("layout rules: counts, column header, aggregates, line ends") {
   check_fails(replaced(valid_profile(), "\"extra\"", "\"extr\xff\""), "UTF-8");
 }
 
-TEST_CASE("metadata: well-formed XML, Metric Name first and equal to the metric, no ' #'") {
+TEST_CASE("metadata: well-formed XML, Metric Name first and equal to the metric") {
   check_fails(replaced(valid_profile(), "node &amp; 1", "node & 1"), "well-formed");
   check_fails(replaced(valid_profile(), "<value>TIME</value>", "<value>TIME</valu>"), "well-formed");
   check_fails(replaced(valid_profile(), "<name>Metric Name</name>", "<name>Metric</name>"),
               "'Metric Name'");
   check_fails(replaced(valid_profile(), "<value>TIME</value>", "<value>CYCLES</value>"),
               "Metric Name 'CYCLES'");
-  check_fails(replaced(valid_profile(), "&#x23;2", " #2"), "' #'");
+  check_fails(replaced(valid_profile(), "&#x23;2", " #2"), "(M3)");
   check_fails(replaced(valid_profile(), "<attribute><name>Hostname", "<other><name>Hostname"),
               "well-formed");
 }
@@ -181,6 +184,8 @@ TEST_CASE("function lines: columns, quotes, trailing blank, values") {
   check_fails(replaced(valid_profile(), "\"extra\" 1 0", "\"main\" 1 0"), "appears twice");
   check_fails(replaced(valid_profile(), "\".TAU application\" 1 3", "\".TAU application\" 2 3"),
               "not 1 call");
+  check_fails(replaced(valid_profile(), extra, "\"ex\rtra\" 1 0 0.5 0.5 0 GROUP=\"TAU_USER\" \n"),
+              "control character");
 }
 
 TEST_CASE("call paths agree with the flat entries and with each other") {
@@ -203,9 +208,15 @@ TEST_CASE("call paths agree with the flat entries and with each other") {
   // subrs of a path are not the calls of its children
   check_fails(replaced(valid_profile(), "\".TAU application => main\" 2 2", "\".TAU application => main\" 2 3"),
               "(P4)");
-  // exclusive is not inclusive minus the children's inclusive
-  check_fails(replaced(valid_profile(), "\".TAU application\" 1 3 99.5 1000", "\".TAU application\" 1 3 50 1000"),
+  // exclusive is not inclusive minus the children's inclusive (the root: by more than rounding)
+  check_fails(replaced(valid_profile(), "\".TAU application => main\" 2 2 300 900",
+                       "\".TAU application => main\" 2 2 300 901"),
               "(P4)");
+  check_fails(replaced(valid_profile(), "\".TAU application\" 1 3 100 1000", "\".TAU application\" 1 3 98 1000"),
+              "(P4)");
+  CHECK(tc::check_profile_text(
+            replaced(valid_profile(), "\".TAU application\" 1 3 100 1000", "\".TAU application\" 1 3 99 1000"))
+            .ok());
   // a path whose caller path is missing, and a flat entry without paths
   const std::string orphan = replaced(
       replaced(valid_profile(), "\".TAU application => main\" 2 2 300 900 0 GROUP=\"TAU_CALLPATH|TAU_USER\" \n", ""),
@@ -221,6 +232,138 @@ TEST_CASE("user events: statistics and contexts") {
   check_fails(replaced(valid_profile(), "\"bytes : .TAU application => main\"", "\"bytes : .TAU application => nowhere\""),
               "(U3)");
   check_fails(replaced(valid_profile(), "\"bytes\" 2 30 10 20 1000", "\"bytes\" 0 30 10 20 1000"), "bad columns");
+}
+
+// --- what TAU's readers do: each rule fails on the profile that breaks its reader ---
+
+TEST_CASE("ParaProf: an empty name makes it drop the rest of the file") {
+  check_fails(replaced(valid_profile(), "\"extra\" 1 0", "\"\" 1 0"), "ParaProf reads \"\"");
+}
+
+TEST_CASE("ParaProf: without TAU_CALLPATH=on it shows every region twice in its call tree") {
+  const std::string on = "<attribute><name>TAU_CALLPATH</name><value>on</value></attribute>";
+  check_fails(replaced(valid_profile(), on, ""), "(M5)");
+  check_fails(replaced(valid_profile(), "<value>on</value>", "<value>off</value>"), "(M5)");
+  check_fails(replaced(valid_profile(), "<value>32</value>", "<value>1</value>"), "(M5)");
+}
+
+TEST_CASE("ParaProf: bytes beyond ASCII in the metadata become blanks") {
+  check_fails(replaced(valid_profile(), "&#xF6;", "\xC3\xB6"), "(M4)");
+}
+
+TEST_CASE("ParaProf: a name that looks like a source annotation and is not one throws") {
+  check_fails(replaced(valid_profile(), "\"extra\"", "\"x [{f.cpp} {abc,1}]\""), "(L5)");
+  check_fails(replaced(valid_profile(), "\"extra\"", "\"x [{f.cpp} {1,1}-{2,z}]\""), "(L5)");
+  check_fails(replaced(valid_profile(), "\"extra\"", "\"x [ <n> ]\""), "(L5)");
+  check_fails(replaced(valid_profile(), "\"extra\"", "\"OpenMP location: here\""), "(L5)");
+  check_fails(replaced(valid_profile(), "\"extra\"", "\"read file: x line: y\""), "(L5)");
+  check_fails(replaced(valid_profile(), "\"extra\"", "\"!$omp do @a.f:x\""), "(L5)");
+  // TAU's own forms pass
+  for (const char* name : {"x [{f.cpp} {12}]", "x [{f.cpp} {12,3}]", "x [{f.cpp} {1,1}-{5,5}]",
+                           "x [ <n> = <3> ]", "x [ {f.cpp} {abc,1}]", "parallel [OpenMP location: file:a.c <31, 48>]",
+                           "MPI_Send [file:ring.c line:37]", "!$omp do @a.f:12", "profile: x"}) {
+    const std::string text = replaced(replaced(valid_profile(), "\"extra\"", std::string{"\""} + name + "\""),
+                                      "\".TAU application => extra\"",
+                                      std::string{"\".TAU application => "} + name + "\"");
+    const tc::report r = tc::check_profile_text(text);
+    INFO(std::string{name} << "\n" << all_errors(r));
+    CHECK(r.ok());
+  }
+}
+
+TEST_CASE("ParaProf: names that differ only in runs of blanks merge") {
+  check_fails(replaced(replaced(valid_profile(), "\"extra\"", "\"ex  tra\""), "=> extra\"", "=> ex  tra\""),
+              "run of blanks");
+  check_fails(replaced(replaced(valid_profile(), "\"extra\"", "\" extra\""), "=> extra\"", "=>  extra\""),
+              "(L4)");
+}
+
+TEST_CASE("ParaProf: ' : ' in a function name or twice in a user event breaks its context events") {
+  check_fails(replaced(replaced(valid_profile(), "\"extra\"", "\"ex : tra\""), "=> extra\"", "=> ex : tra\""),
+              "(L8)");
+  check_fails(replaced(replaced(valid_profile(), "\"bytes : .TAU application\" 1",
+                                "\"bytes : x : .TAU application\" 1"),
+                       "x", "x"),
+              "(U3)");
+}
+
+TEST_CASE("ParaProf and hatchet: '=>' inside a name reads as a call path") {
+  check_fails(replaced(replaced(valid_profile(), "\"extra\"", "\"a=>b\""), "=> extra\"", "=> a=>b\""), "(L8)");
+}
+
+TEST_CASE("hatchet: the .TAU application line comes first, in whole numbers") {
+  check_fails(replaced(valid_profile(), "\".TAU application\" 1 3 100 1000", "\".TAU application\" 1 3 99.5 1000"),
+              "(L6)");
+  const std::string root = "\".TAU application\" 1 3 100 1000 0 GROUP=\"TAU_DEFAULT\" \n";
+  const std::string extra = "\"extra\" 1 0 0.5 0.5 0 GROUP=\"TAU_USER\" \n";
+  check_fails(replaced(replaced(valid_profile(), root, extra), "\"extra\" 1 0 0.5 0.5 0 GROUP=\"TAU_USER\" \n\".TAU",
+                       std::string{root} + "\".TAU"),
+              "(L6)");
+}
+
+TEST_CASE("hatchet: a call path's source location needs integer line numbers") {
+  // ParaProf finds the location after the name; hatchet's regular expression
+  // starts at the name's first '{' and reads "[a.cpp" as the line.
+  const std::string braces = replaced(valid_profile(), "compute [{a.cpp} {3,0}]", "comp{u}te [{a.cpp} {3,0}]");
+  check_fails(replaced(braces, "compute [{a.cpp} {3,0}]", "comp{u}te [{a.cpp} {3,0}]"), "(L7)");
+  check_fails(replaced(replaced(valid_profile(), "\"extra\"", "\"a [@] b\""), "=> extra\"", "=> a [@] b\""),
+              "(L7)");
+  check_fails(replaced(replaced(valid_profile(), "\"extra\"", "\"x[{a.cpp} {3,0}]\""), "=> extra\"",
+                       "=> x[{a.cpp} {3,0}]\""),
+              "(L7)");
+}
+
+TEST_CASE("hatchet: a blank before '#' in the metadata") {
+  check_fails(replaced(valid_profile(), "&#x23;2", " #2"), "(M3)");
+  check_fails(replaced(valid_profile(), "&#x23;2", "\t#2"), "(M3)");
+}
+
+TEST_CASE("pprof: a line of 64 KiB or more is cut and its rest read as the next line") {
+  const std::string name(64 * 1024, 'x');
+  check_fails(replaced(replaced(valid_profile(), "\"extra\"", "\"" + name + "\""), "=> extra\"", "=> " + name + "\""),
+              "(F6)");
+}
+
+TEST_CASE("a sum of squares beyond the largest double is written as the largest double") {
+  const std::string huge = "\"bytes\" 1 1e+200 1e+200 1e+200 1.7976931348623157e+308\n";
+  const std::string text = replaced(
+      replaced(replaced(valid_profile(), "\"bytes\" 2 30 10 20 1000\n", huge), "3 userevents", "1 userevents"),
+      "\"bytes : .TAU application => main\" 1 30 30 30 900\n\"bytes : .TAU application\" 1 10 10 10 100\n", "");
+  const tc::report r = tc::check_profile_text(text);
+  INFO(all_errors(r));
+  CHECK(r.ok());
+  check_fails(replaced(text, "1.7976931348623157e+308", "1e+307"), "(U2)");
+  check_fails(replaced(text, "1.7976931348623157e+308", "inf"), "bad columns");
+  check_fails(replaced(text, "1.7976931348623157e+308", "1e+400"), "bad columns");
+}
+
+TEST_CASE("calls nested deeper than TAU_CALLPATH_DEPTH are folded and counted") {
+  // Depth 2: paths of at most two names; compute, called inside main, is folded.
+  const std::string folded =
+      "3 templated_functions_MULTI_TIME\n"
+      "# Name Calls Subrs Excl Incl ProfileCalls # <metadata><attribute><name>Metric Name</name><value>TIME</value>"
+      "</attribute><attribute><name>TAU_CALLPATH</name><value>on</value></attribute><attribute><name>"
+      "TAU_CALLPATH_DEPTH</name><value>2</value></attribute><attribute><name>callpath-folded-calls</name><value>2"
+      "</value></attribute></metadata>\n"
+      "\".TAU application\" 1 1 100 1000 0 GROUP=\"TAU_DEFAULT\" \n"
+      "\"main\" 1 2 300 900 0 GROUP=\"TAU_USER\" \n"
+      "\"compute\" 2 0 600 600 0 GROUP=\"TAU_USER\" \n"
+      "\".TAU application => main\" 1 2 300 900 0 GROUP=\"TAU_CALLPATH|TAU_USER\" \n"
+      "0 aggregates\n";
+  const tc::report r = tc::check_profile_text(replaced(folded, "3 templated", "4 templated"));
+  INFO(all_errors(r));
+  CHECK(r.ok());
+  check_fails(replaced(replaced(folded, "3 templated", "4 templated"), "\"compute\" 2 0", "\"compute\" 3 0"),
+              "(P3)");
+  check_fails(replaced(replaced(folded, "3 templated", "4 templated"), "callpath-folded-calls</name><value>2",
+                       "callpath-folded-calls</name><value>1"),
+              "(P3)");
+  check_fails(replaced(replaced(folded, "3 templated", "4 templated"), "callpath-folded-calls</name><value>2",
+                       "callpath-folded-calls</name><value>0"),
+              "(P2)");
+  check_fails(replaced(replaced(folded, "3 templated", "4 templated"), "<value>2</value></attribute><attribute><name>call",
+                       "<value>1</value></attribute><attribute><name>call"),
+              "(M5)");
 }
 
 TEST_CASE("directories: file names, thread numbers, MULTI__ agreement") {

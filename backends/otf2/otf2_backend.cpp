@@ -19,6 +19,7 @@
 #include <numeric>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <unordered_map>
 #include <utility>
 #include <variant>
@@ -26,6 +27,8 @@
 
 #include "otf2_collectives.hpp"
 #include "otf2_definitions.hpp"
+#include "otf2_errors.hpp"
+#include "otf2_text.hpp"
 
 namespace ferret::otf2 {
 namespace {
@@ -46,25 +49,21 @@ bool same_region(const name_info* a, const name_info* b) noexcept {
   return a == b || (a->name == b->name && a->domain == b->domain);
 }
 
-// An OTF2 property name: FERRET::<PREFIX><KEY> with KEY in [A-Z0-9_].
-std::string property_name(std::string_view prefix, std::string_view key) {
-  std::string name{"FERRET::"};
-  name.append(prefix);
-  for (const char c : key) {
-    if (c >= 'a' && c <= 'z')
-      name.push_back(static_cast<char>(c - 'a' + 'A'));
-    else if ((c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))
-      name.push_back(c);
-    else
-      name.push_back('_');
-  }
-  return name;
+// Any metadata value as text: integers exactly, floating point as the shortest
+// text that reads back as the same double.
+std::string to_text(const runtime::metadata_value& value) {
+  return std::visit(
+      [](const auto& v) -> std::string {
+        if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::string>)
+          return v;
+        else
+          return fmt::format("{}", v);
+      },
+      value);
 }
 
-std::string to_text(const runtime::metadata_value& value) {
-  if (const auto* text = std::get_if<std::string>(&value)) return *text;
-  if (const auto* integer = std::get_if<std::int64_t>(&value)) return fmt::format("{}", *integer);
-  return fmt::format("{}", std::get<double>(value));
+bool is_integer(const runtime::metadata_value& value) {
+  return !std::holds_alternative<std::string>(value) && !std::holds_alternative<double>(value);
 }
 
 struct frame {
@@ -221,6 +220,7 @@ class otf2_backend final : public runtime::backend {
 
   /// Opens the archive; returns "" or the reason it failed.
   std::string start() {
+    const otf2_error_scope errors{errors_};
     archive_ = OTF2_Archive_Open(directory_.c_str(), archive_name, OTF2_FILEMODE_WRITE,
                                  chunk_size_events, chunk_size_definitions,
                                  OTF2_SUBSTRATE_POSIX, OTF2_COMPRESSION_NONE);
@@ -241,8 +241,10 @@ class otf2_backend final : public runtime::backend {
             "collective callbacks") ||
         !ok(OTF2_Archive_SetCreator(archive_, ("ferret " + session_.ferret_version).c_str()),
             "creator") ||
-        !ok(OTF2_Archive_SetMachineName(archive_, session_.hostname.c_str()), "machine name") ||
-        !ok(OTF2_Archive_SetDescription(archive_, session_.command_line.c_str()), "description") ||
+        !ok(OTF2_Archive_SetMachineName(archive_, archive_text(session_.hostname, 1024).c_str()),
+            "machine name") ||
+        !ok(OTF2_Archive_SetDescription(archive_, archive_text(session_.command_line, 16 * 1024).c_str()),
+            "description") ||
         !ok(OTF2_Archive_OpenEvtFiles(archive_), "opening the event files"))
       return error_;
     machine_name_ = string_ref("machine");
@@ -258,6 +260,7 @@ class otf2_backend final : public runtime::backend {
   void thread_records(const thread_info& thread, const record* records,
                       std::size_t count) override {
     if (closed_) return;
+    const otf2_error_scope errors{errors_};
     const std::uint32_t id = thread_location(thread.tid, thread.is_main, thread.name);
     for (std::size_t i = 0; i < count && !failed_; ++i) {
       const record& r = records[i];
@@ -300,6 +303,7 @@ class otf2_backend final : public runtime::backend {
 
   void gpu_activities(const gpu_activity* activities, std::size_t count) override {
     if (closed_) return;
+    const otf2_error_scope errors{errors_};
     // Per stream, in time order: the writer rejects time going backwards.
     std::map<std::uint32_t, std::vector<const gpu_activity*>> by_location;
     for (std::size_t i = 0; i < count; ++i) {
@@ -338,10 +342,12 @@ class otf2_backend final : public runtime::backend {
     events_dropped_ = status.events_dropped;
     if (!status.final) return;  // OTF2's writers flush full chunks by themselves
     closed_ = true;
+    const otf2_error_scope errors{errors_};
     // A run's ranks close the archive together, whatever failed on one of them.
     if (failed_ && group_ == nullptr) {
       OTF2_Archive_Close(archive_);
       archive_ = nullptr;
+      report_failure();
       return;
     }
     if (group_ != nullptr && !group_->collectives_available()) {
@@ -381,6 +387,7 @@ class otf2_backend final : public runtime::backend {
       unify_and_write_definitions(local);
     ok(OTF2_Archive_Close(archive_), "closing the archive");
     archive_ = nullptr;
+    report_failure();
   }
 
   void abandon() noexcept override {
@@ -403,7 +410,11 @@ class otf2_backend final : public runtime::backend {
   std::string describe() const override {
     std::string line = fmt::format("otf2 archive: {}/{}.otf2 ({} locations)", directory_,
                                    archive_name, locations_.size());
-    if (failed_) fmt::format_to(std::back_inserter(line), ", incomplete: {}", error_);
+    // OTF2 may report an error and still return success: the archive is then
+    // as suspect as after a failed call.
+    if (failed_ || errors_.count > 0)
+      fmt::format_to(std::back_inserter(line), ", incomplete: {}", failed_ ? error_ : errors_.first);
+    if (errors_.count > 1) fmt::format_to(std::back_inserter(line), " ({} errors from OTF2)", errors_.count);
     return line;
   }
 
@@ -421,9 +432,16 @@ class otf2_backend final : public runtime::backend {
     if (code == OTF2_SUCCESS) return true;
     if (!failed_) {
       failed_ = true;
-      error_ = fmt::format("{}: {}", what, OTF2_Error_GetDescription(code));
+      error_ = fmt::format("{}: {}", what,
+                           errors_.first.empty() ? OTF2_Error_GetDescription(code) : errors_.first);
     }
     return false;
+  }
+
+  // One line per failed archive: describe() gives it at exit from
+  // FERRET_VERBOSE=1 on; below that only errors are shown, so it is said here.
+  void report_failure() const {
+    if ((failed_ || errors_.count > 0) && runtime::verbosity() < 1) runtime::print_message(describe());
   }
 
   // A time on the runtime's clock as an OTF2 timestamp on `where`, never
@@ -442,7 +460,7 @@ class otf2_backend final : public runtime::backend {
   std::uint32_t string_ref(const std::string& text) {
     const auto [it, inserted] =
         string_ids_.emplace(text, static_cast<std::uint32_t>(strings_.size()));
-    if (inserted) strings_.push_back(text);
+    if (inserted) strings_.push_back(archive_text(text, longest_string));
     return it->second;
   }
 
@@ -548,7 +566,7 @@ class otf2_backend final : public runtime::backend {
         offset_ + static_cast<std::uint64_t>(std::max<std::int64_t>(time_ns, 0));
     latest_ = std::max(latest_, t);
     markers_list_.push_back(
-        {t, 0, it->second, OTF2_MARKER_SCOPE_LOCATION, global_location(id), text});
+        {t, 0, it->second, OTF2_MARKER_SCOPE_LOCATION, global_location(id), archive_text(text, longest_string)});
     ++markers_;
   }
 
@@ -728,16 +746,23 @@ class otf2_backend final : public runtime::backend {
   // The archive's property list; counts are summed over the ranks of a run.
   std::vector<property> properties(const session_status& status) const {
     std::vector<property> list;
-    auto add = [&](std::string_view prefix, std::string_view key, std::string value, bool summed) {
-      // An empty value would remove the property.
-      list.push_back({property_name(prefix, key), value.empty() ? "-" : std::move(value), summed});
+    // An empty value would remove the property.
+    auto add = [&](std::string name, std::string_view value, bool summed) {
+      list.push_back({std::move(name), value.empty() ? "-" : archive_text(value, longest_property_value), summed});
     };
-    add("", "VERSION", session_.ferret_version, false);
-    add("", "HOSTNAME", session_.hostname, false);
-    add("", "EXECUTABLE", session_.executable, false);
-    add("", "COMMAND_LINE", session_.command_line, false);
-    add("", "CLOCK_SOURCE", session_.clock_source, false);
-    add("", "PID", std::to_string(session_.pid), false);
+    // Metadata: the key escaped (otf2_text.hpp), and as given beside it.
+    auto add_metadata = [&](std::string_view prefix, const std::string& key, const std::string& value,
+                            bool summed) {
+      const std::string name = fmt::format("FERRET::{}::{}", prefix, property_key(key));
+      add(name, value, summed);
+      if (!key.empty()) add(name + "::KEY", key, false);
+    };
+    add("FERRET::VERSION", session_.ferret_version, false);
+    add("FERRET::HOSTNAME", session_.hostname, false);
+    add("FERRET::EXECUTABLE", session_.executable, false);
+    add("FERRET::COMMAND_LINE", session_.command_line, false);
+    add("FERRET::CLOCK_SOURCE", session_.clock_source, false);
+    add("FERRET::PID", std::to_string(session_.pid), false);
     const std::pair<const char*, std::uint64_t> counts[] = {
         {"EVENTS_RECORDED", events_recorded_},
         {"EVENTS_DROPPED", events_dropped_},
@@ -749,18 +774,16 @@ class otf2_backend final : public runtime::backend {
         {"MARKERS", markers_},
         {"MARKERS_NOT_WRITTEN", markers_not_written_},
     };
-    for (const auto& [key, count] : counts) add("", key, std::to_string(count), true);
+    for (const auto& [key, count] : counts) add(std::string{"FERRET::"} + key, std::to_string(count), true);
     // Runtime counts of losses are summed too; settings and sizes are rank 0's.
     if (status.runtime_metadata != nullptr)
       for (const auto& [key, value] : *status.runtime_metadata)
-        add("RUNTIME::", key, to_text(value),
-            std::holds_alternative<std::int64_t>(value) &&
-                (key.find("dropped") != std::string::npos ||
-                 key.find("refused") != std::string::npos ||
-                 key.find("without") != std::string::npos));
+        add_metadata("RUNTIME", key, to_text(value),
+                     is_integer(value) && (key.find("dropped") != std::string::npos ||
+                                           key.find("refused") != std::string::npos ||
+                                           key.find("without") != std::string::npos));
     if (status.user_metadata != nullptr)
-      for (const auto& [key, value] : *status.user_metadata)
-        add("RUN::", key, to_text(value), false);
+      for (const auto& [key, value] : *status.user_metadata) add_metadata("RUN", key, to_text(value), false);
     return list;
   }
 
@@ -841,8 +864,32 @@ class otf2_backend final : public runtime::backend {
       const std::string failed = markers == nullptr ? "no marker writer" : write_markers(markers, global);
       if (!failed.empty()) fail("writing the markers: " + failed);
     }
-    for (const property& p : global.properties)
-      ok(OTF2_Archive_SetProperty(archive_, p.name.c_str(), p.value.c_str(), true), "property");
+    write_properties(global.properties);
+  }
+
+  // The properties, as many as OTF2's anchor file holds (otf2_text.hpp): a
+  // property and its ::KEY go in together or are left out together, counted.
+  void write_properties(const std::vector<property>& properties) {
+    std::size_t used = 0;
+    std::uint64_t omitted = 0;
+    for (std::size_t i = 0; i < properties.size(); ++i) {
+      const bool with_key = i + 1 < properties.size() && properties[i + 1].name == properties[i].name + "::KEY";
+      std::size_t size = 0;
+      for (std::size_t k = i; k <= i + (with_key ? 1 : 0); ++k)
+        size += properties[k].name.size() + properties[k].value.size() + 16;
+      if (used + size > property_budget) {
+        ++omitted;
+      } else {
+        used += size;
+        for (std::size_t k = i; k <= i + (with_key ? 1 : 0); ++k)
+          ok(OTF2_Archive_SetProperty(archive_, properties[k].name.c_str(), properties[k].value.c_str(), true),
+             "property");
+      }
+      if (with_key) ++i;
+    }
+    if (omitted > 0)
+      ok(OTF2_Archive_SetProperty(archive_, "FERRET::METADATA_OMITTED", std::to_string(omitted).c_str(), true),
+         "property");
   }
 
   // Rank 0 gathers every rank's definitions, unifies them and sends each rank
@@ -916,6 +963,7 @@ class otf2_backend final : public runtime::backend {
   bool closed_ = false;
   bool failed_ = false;
   std::string error_;
+  otf2_error_sink errors_;  // what OTF2 itself said
 
   std::uint64_t offset_ = static_cast<std::uint64_t>(std::max<std::int64_t>(session_.start_monotonic_raw_ns, 0));
   std::uint64_t latest_ = offset_;  // latest timestamp written anywhere

@@ -57,8 +57,14 @@
 //
 // Archive properties (FERRET::...): version, hostname, executable, command line,
 // clock source, events recorded and dropped, the loss counters above, runtime
-// metadata (FERRET::RUNTIME::<KEY>) and run metadata (FERRET::RUN::<KEY>), keys
-// upper-cased with every other character than A-Z0-9 replaced by '_'.
+// metadata (FERRET::RUNTIME::<KEY>) and run metadata (FERRET::RUN::<KEY>), each
+// key escaped injectively into OTF2's [A-Z0-9_] and kept as given in
+// <...>::KEY (otf2_text.hpp); integers exact. Texts are bounded to what OTF2's
+// files hold; run metadata beyond that is counted (FERRET::METADATA_OMITTED).
+//
+// Errors: the OTF2 library's own messages stay off stderr (otf2_errors.hpp);
+// a failed archive is one line, at exit (FERRET_VERBOSE=1) or when it fails
+// (FERRET_VERBOSE=0), with OTF2's first message and how many it gave.
 //
 // Memory stays bounded: events go through OTF2's buffered event writers (1 MiB
 // chunks); memory callbacks give each location at most 4 chunks, and when a

@@ -1,5 +1,7 @@
-// The TAU profile backend. See tau_backend.hpp for the layout and
-// tests/tau_backend_test.cpp and tools/ferret-tau-check for how it is checked.
+// The TAU profile backend: records and GPU operations into thread profiles
+// (tau_thread_profile.hpp), written at the final flush (tau_profile_writer.hpp).
+// See tau_backend.hpp for the layout; tests/tau_backend_test.cpp and
+// tools/ferret-tau-check for how it is checked.
 #include "tau_backend.hpp"
 
 #include "ferret/runtime/runtime.hpp"
@@ -14,16 +16,19 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <iterator>
 #include <limits>
 #include <map>
+#include <type_traits>
 #include <unordered_map>
 #include <utility>
 #include <variant>
 
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "tau_names.hpp"
+#include "tau_profile_writer.hpp"
+#include "tau_thread_profile.hpp"
 
 namespace ferret::tau {
 namespace {
@@ -40,35 +45,6 @@ using runtime::session_info;
 using runtime::session_status;
 using runtime::thread_info;
 
-constexpr std::string_view application_name = ".TAU application";
-constexpr std::uint32_t application_function = 0;  // functions_[0]
-constexpr std::uint32_t root_node = 0;              // every thread's nodes_[0]
-
-// The group of a region: TAU_USER for annotations, TAU_GPU_API for the CUDA
-// calls the collector records (TAU's group for them), TAU_USER|<domain> for a
-// library's domain, with blanks as '_' (readers take the group up to a blank).
-std::string group_of(const name_info& name) {
-  if (name.domain.empty()) return "TAU_USER";
-  if (name.domain == "cuda") return "TAU_GPU_API";
-  std::string domain = profile_name(name.domain);
-  std::replace(domain.begin(), domain.end(), ' ', '_');
-  return "TAU_USER|" + domain;
-}
-
-// TAU's name for a region: the name, and where it is in the source in the
-// form ParaProf turns into a source link ("solve [{heat.cpp} {42,0}]").
-std::string function_name_of(const name_info& name) {
-  std::string text = profile_name(name.name);
-  if (!name.file.empty()) {
-    // '{', '}' and ']' would end the location early in ParaProf's parser.
-    std::string file = profile_name(name.file);
-    std::replace_if(
-        file.begin(), file.end(), [](char c) { return c == '{' || c == '}' || c == ']'; }, '_');
-    text += fmt::format(" [{{{}}} {{{},0}}]", file, name.line);
-  }
-  return text;
-}
-
 // TAU's names for copies (TauGpu.cpp) and the matching byte counters.
 std::string_view copy_direction(copy_kind kind) {
   switch (kind) {
@@ -82,167 +58,26 @@ std::string_view copy_direction(copy_kind kind) {
   return "unknown direction";
 }
 
-struct function_entry {
-  std::string name;
-  std::string group;
-};
-
-// A calling context on one thread: a region entered from its parent's context.
-struct call_node {
-  std::uint32_t function;
-  std::uint32_t parent;  // root_node for the children of the root (and the root itself)
-  std::uint64_t calls = 0;
-  std::uint64_t child_calls = 0;  // completed calls of its children
-};
-
-struct statistics {
-  std::uint64_t count = 0;
-  double max = -std::numeric_limits<double>::infinity();
-  double min = std::numeric_limits<double>::infinity();
-  double sum = 0.0;
-  double sum_of_squares = 0.0;
-
-  void add(double value) noexcept {
-    ++count;
-    max = std::max(max, value);
-    min = std::min(min, value);
-    sum += value;
-    sum_of_squares += value * value;
-  }
-};
-
-struct user_event {
-  std::string name;
-  statistics values;
-};
-
-struct context_event {
-  std::uint32_t event;  // index into profile_thread::events
-  std::uint32_t node;
-  statistics values;
-};
-
-struct open_frame {
-  const name_info* name;
-  std::uint32_t node;
-};
-
-enum class thread_kind : std::uint8_t { host, gpu_stream };
-
-// One profile.N.C.T file's worth of data, for every metric.
-struct profile_thread {
-  profile_thread(thread_kind k, std::size_t metric_count, std::uint64_t appearance)
-      : kind(k), metrics(metric_count), order(appearance), current(metric_count, 0.0),
-        root_children(metric_count, 0.0) {
-    nodes.push_back(call_node{application_function, root_node});
-    node_values.assign(2 * metrics, 0.0);
-  }
-
-  double* inclusive(std::uint32_t node) { return &node_values[std::size_t{node} * 2 * metrics]; }
-  double* exclusive(std::uint32_t node) { return inclusive(node) + metrics; }
-  double* frame_begin(std::size_t frame) { return &frame_values[frame * 2 * metrics]; }
-  double* frame_children(std::size_t frame) { return frame_begin(frame) + metrics; }
-
-  // The node for `function` called from `parent`, created on first use.
-  std::uint32_t child(std::uint32_t parent, std::uint32_t function) {
-    const std::uint64_t key = (std::uint64_t{parent} << 32U) | function;
-    const auto [it, inserted] = child_index.try_emplace(key, static_cast<std::uint32_t>(nodes.size()));
-    if (inserted) {
-      nodes.push_back(call_node{function, parent});
-      node_values.resize(node_values.size() + 2 * metrics, 0.0);
-    }
-    return it->second;
-  }
-
-  std::uint32_t top_node() const { return stack.empty() ? root_node : stack.back().node; }
-
-  void see(std::int64_t time_ns) {
-    if (!seen) {
-      seen = true;
-      if (!is_main) start_ns = time_ns;  // the main thread starts with the process
-    }
-    start_ns = std::min(start_ns, time_ns);
-    end_ns = std::max(end_ns, time_ns);
-  }
-
-  // Adds `value` to the user event `event`, and to its context event at `node`.
-  void add_user_event(const std::string& event, double value, std::uint32_t node) {
-    const auto [it, inserted] = event_index.try_emplace(event, static_cast<std::uint32_t>(events.size()));
-    if (inserted) events.push_back(user_event{event, {}});
-    events[it->second].values.add(value);
-    const std::uint64_t key = (std::uint64_t{it->second} << 32U) | node;
-    const auto [context, added] =
-        context_index.try_emplace(key, static_cast<std::uint32_t>(context_events.size()));
-    if (added) context_events.push_back(context_event{it->second, node, {}});
-    context_events[context->second].values.add(value);
-  }
-
-  // Adds `value` to the user event `event` without a calling context.
-  void add_plain_event(const std::string& event, double value) {
-    const auto [it, inserted] = event_index.try_emplace(event, static_cast<std::uint32_t>(events.size()));
-    if (inserted) events.push_back(user_event{event, {}});
-    events[it->second].values.add(value);
-  }
-
-  thread_kind kind;
-  std::size_t metrics;
-  std::uint64_t order;  // appearance, for the thread numbers
-  bool is_main = false;
-  std::uint64_t tid = 0;
-  std::string name;
-  std::uint32_t device = 0;
-  std::uint32_t stream = 0;
-
-  bool seen = false;
-  std::int64_t start_ns = 0;
-  std::int64_t end_ns = 0;
-
-  std::vector<call_node> nodes;
-  std::vector<double> node_values;  // per node: inclusive[metrics], exclusive[metrics]
-  std::unordered_map<std::uint64_t, std::uint32_t> child_index;  // (parent, function) → node
-  std::unordered_map<const context_node*, std::uint32_t> node_of_context;
-
-  std::vector<open_frame> stack;
-  std::vector<double> frame_values;  // per open frame: values at begin, children's inclusive
-  std::vector<double> current;       // TIME (ns) and each counter metric, now
-  std::vector<double> root_children; // inclusive values of the root's completed children
-
-  std::vector<user_event> events;
-  std::unordered_map<std::string, std::uint32_t> event_index;
-  std::vector<context_event> context_events;
-  std::unordered_map<std::uint64_t, std::uint32_t> context_index;  // (event, node) → index
-};
-
-bool same_region(const name_info* a, const name_info* b) noexcept {
-  return a == b || (a->name == b->name && a->domain == b->domain);
+// The group of a region: TAU_USER for annotations, TAU_GPU_API for the CUDA
+// calls the collector records (TAU's group for them), TAU_USER|<domain> for a
+// library's domain.
+std::string group_of(const name_info& name) {
+  if (name.domain.empty()) return "TAU_USER";
+  if (name.domain == "cuda") return "TAU_GPU_API";
+  return domain_group(name.domain);
 }
 
-// pprof reads lines into 64 KiB buffers (SIZE_OF_LINE in utils/pprof.cpp): a
-// longer metadata line would be cut and the rest read as function lines. So a
-// value is kept to 4 KiB, and run metadata stops at 48 KiB (what is left out is
-// counted in "metadata-omitted").
-constexpr std::size_t longest_metadata_value = 4096;
-constexpr std::size_t longest_metadata_block = 48 * 1024;
-
-void append_attribute(std::string& out, std::string_view name, std::string_view value) {
-  out += "<attribute><name>";
-  append_xml_text(out, name.substr(0, longest_metadata_value));
-  out += "</name><value>";
-  if (value.size() > longest_metadata_value) {
-    std::size_t cut = longest_metadata_value;
-    while (cut > 0 && (static_cast<unsigned char>(value[cut]) & 0xC0U) == 0x80U) --cut;  // UTF-8
-    append_xml_text(out, value.substr(0, cut));
-    out += "…";
-  } else {
-    append_xml_text(out, value);
-  }
-  out += "</value></attribute>";
-}
-
+// Any metadata value as text; integers exactly, floating point as the shortest
+// text that reads back as the same double.
 std::string metadata_text(const runtime::metadata_value& value) {
-  if (const auto* text = std::get_if<std::string>(&value)) return *text;
-  if (const auto* integer = std::get_if<std::int64_t>(&value)) return fmt::format("{}", *integer);
-  return fmt::format("{}", std::get<double>(value));
+  return std::visit(
+      [](const auto& v) -> std::string {
+        if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::string>)
+          return v;
+        else
+          return fmt::format("{}", v);
+      },
+      value);
 }
 
 // "mpi-rank" from the run metadata: the node number N of the files.
@@ -250,11 +85,10 @@ std::optional<std::uint64_t> rank_in(const metadata_list* metadata) {
   if (metadata == nullptr) return std::nullopt;
   for (const auto& [key, value] : *metadata) {
     if (key != "mpi-rank") continue;
-    if (const auto* integer = std::get_if<std::int64_t>(&value); integer != nullptr && *integer >= 0)
-      return static_cast<std::uint64_t>(*integer);
-    if (const auto* text = std::get_if<std::string>(&value); text != nullptr && !text->empty() &&
-        std::all_of(text->begin(), text->end(), [](char c) { return c >= '0' && c <= '9'; }))
-      return std::strtoull(text->c_str(), nullptr, 10);
+    const std::string text = metadata_text(value);
+    if (!text.empty() && text.size() < 20 &&
+        std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      return std::strtoull(text.c_str(), nullptr, 10);
   }
   return std::nullopt;
 }
@@ -270,63 +104,54 @@ int make_directory(const std::string& path) {
   return errno == EEXIST ? ENOTDIR : errno;
 }
 
-// Writes `text` to `path`, replacing it; 0 or the errno.
-int write_file(const std::string& path, std::string_view text) {
-  int fd = -1;
-  do {
-    fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  } while (fd < 0 && errno == EINTR);
-  if (fd < 0) return errno;
-  int error = 0;
-  while (!text.empty()) {
-    const ssize_t written = ::write(fd, text.data(), text.size());
-    if (written < 0) {
-      if (errno == EINTR) continue;
-      error = errno;
-      break;
-    }
-    if (written == 0) {  // no progress and no errno: give up rather than spin
-      error = EIO;
-      break;
-    }
-    text.remove_prefix(static_cast<std::size_t>(written));
-  }
-  if (::close(fd) != 0 && error == 0) error = errno;
-  return error;
-}
+// Run metadata stops at 48 KiB, so that the header line stays short for every
+// reader (what is left out is counted in "metadata-omitted").
+constexpr std::size_t longest_metadata_block = 48 * 1024;
 
 class tau_backend final : public runtime::backend {
  public:
   tau_backend(const session_info& session, std::string directory, std::vector<std::string> counters)
       : session_(session), directory_(std::move(directory)) {
     metrics_.emplace_back("TIME");
+    metric_files_.emplace_back("TIME");
     for (std::string& counter : counters) {
       metric_of_counter_.emplace(counter, metrics_.size());
+      metric_files_.push_back(metric_file_name(counter));
       metrics_.push_back(std::move(counter));
     }
-    functions_.push_back(function_entry{std::string{application_name}, "TAU_DEFAULT"});
-    function_index_.emplace(std::string{application_name} + '\n' + "TAU_DEFAULT", 0);
+    counter_seen_.assign(metrics_.size(), false);
+    functions_.push_back(function_entry{".TAU application", "TAU_DEFAULT"});
   }
 
   void thread_records(const thread_info& info, const record* records, std::size_t count) override {
-    if (finished_) return;
-    profile_thread& thread = host_thread(info.tid);
+    if (finished_ || count == 0) return;
+    thread_profile& thread = host_thread(info.tid);
     thread.is_main = info.is_main;
     if (!info.name.empty() && info.name != thread.name) thread.name = std::string{info.name};
+    // A thread's records come in time order.
+    thread.see(records[0].time_ns);
+    thread.see(records[count - 1].time_ns);
+    latest_ns_ = std::max(latest_ns_, records[count - 1].time_ns);
     for (std::size_t i = 0; i < count; ++i) {
       const record& r = records[i];
       if (r.name == nullptr) continue;
-      thread.see(r.time_ns);
-      latest_ns_ = std::max(latest_ns_, r.time_ns);
-      thread.current[0] = static_cast<double>(r.time_ns);
-      switch (r.kind) {
-        case record_kind::region_begin: begin_region(thread, r.name); break;
-        case record_kind::region_end: end_region(thread, r.name); break;
-        case record_kind::mark:
-          // TAU has no instants: a mark counts as a user event of value 1.
-          thread.add_user_event(event_name_of(r.name), 1.0, thread.top_node());
-          break;
-        case record_kind::counter: add_counter_sample(thread, r); break;
+      thread.now_ns = r.time_ns;
+      // Regions first, and their common cases inline (thread_profile).
+      if (r.kind == record_kind::region_begin) {
+        if (const std::uint32_t node = thread.cached_child(r.name); node != 0)
+          thread.enter(r.name, node);
+        else
+          thread.begin(r.name, function_of(r.name));
+      } else if (r.kind == record_kind::region_end) {
+        if (thread.ends_innermost(r.name))
+          thread.close_innermost();
+        else
+          end_region(thread, r.name);
+      } else if (r.kind == record_kind::mark) {
+        // TAU has no instants: a mark counts as a user event of value 1.
+        thread.add_event(event_of(r.name), 1.0, thread.top_node());
+      } else {
+        add_counter_sample(thread, r);
       }
     }
   }
@@ -348,14 +173,20 @@ class tau_backend final : public runtime::backend {
     if (finished_ || !status.final) return;
     finished_ = true;
     for (auto& [tid, index] : host_index_) {
-      profile_thread& thread = *threads_[index];
-      while (!thread.stack.empty()) {
+      thread_profile& thread = *threads_[index];
+      if (thread.open_frames() == 0) continue;
+      thread.see(latest_ns_);
+      thread.now_ns = latest_ns_;
+      while (thread.open_frames() > 0) {
         ++unfinished_regions_;
-        thread.see(latest_ns_);
-        thread.current[0] = static_cast<double>(latest_ns_);
-        close_top(thread);
+        thread.close_innermost();
       }
     }
+    for (std::size_t m = 1; m < metrics_.size(); ++m)
+      if (!counter_seen_[m])
+        runtime::print_message(fmt::format(
+            "FERRET_TAU_METRICS: no counter named '{}' was recorded; its metric is 0 in the profile",
+            metrics_[m]));
     write_profiles(status);
   }
 
@@ -371,27 +202,31 @@ class tau_backend final : public runtime::backend {
     std::string line = fmt::format("tau profile: {} ({} thread{}", directory_, written_threads_,
                                    written_threads_ == 1 ? "" : "s");
     if (metrics_.size() > 1) line += fmt::format(", {} metrics", metrics_.size());
+    if (folded_calls_ > 0)
+      line += fmt::format("; {} calls nested deeper than {} levels are in their functions' totals "
+                          "but folded into their callers' call paths",
+                          folded_calls_, callpath_depth - 1);
     return line + ")";
   }
 
  private:
-  // --- threads and names -----------------------------------------------------
+  // --- threads, functions and events -------------------------------------------
 
-  profile_thread& host_thread(std::uint64_t tid) {
+  thread_profile& host_thread(std::uint64_t tid) {
     const auto [it, inserted] = host_index_.try_emplace(tid, threads_.size());
     if (inserted) {
-      threads_.push_back(std::make_unique<profile_thread>(thread_kind::host, metrics_.size(), threads_.size()));
+      threads_.push_back(std::make_unique<thread_profile>(thread_kind::host, metrics_.size(), threads_.size()));
       threads_.back()->tid = tid;
       threads_.back()->is_main = tid == session_.pid;
     }
     return *threads_[it->second];
   }
 
-  profile_thread& stream_thread(std::uint32_t device, std::uint32_t stream) {
+  thread_profile& stream_thread(std::uint32_t device, std::uint32_t stream) {
     const auto [it, inserted] = stream_index_.try_emplace({device, stream}, threads_.size());
     if (inserted) {
       threads_.push_back(
-          std::make_unique<profile_thread>(thread_kind::gpu_stream, metrics_.size(), threads_.size()));
+          std::make_unique<thread_profile>(thread_kind::gpu_stream, metrics_.size(), threads_.size()));
       threads_.back()->device = device;
       threads_.back()->stream = stream;
     }
@@ -413,131 +248,129 @@ class tau_backend final : public runtime::backend {
     auto& [source, index] = function_of_name_[name->id];
     if (source != name) {
       source = name;
-      index = function(function_name_of(*name), group_of(*name));
+      index = function(name->file.empty() ? profile_name(name->name)
+                                          : located_name(name->name, name->file, name->line),
+                       group_of(*name));
     }
     return index;
   }
 
+  std::uint32_t event(const std::string& text) {
+    const auto [it, inserted] = event_index_.try_emplace(text, static_cast<std::uint32_t>(event_names_.size()));
+    if (inserted) event_names_.push_back(text);
+    return it->second;
+  }
+
   // The user event of a counter or mark ("name", or "name [domain]"), cached
   // per name record.
-  const std::string& event_name_of(const name_info* name) {
-    if (name->id >= event_name_of_name_.size())
-      event_name_of_name_.resize(std::size_t{name->id} + 1);
-    auto& [source, text] = event_name_of_name_[name->id];
+  std::uint32_t event_of(const name_info* name) {
+    if (name->id >= event_of_name_.size()) event_of_name_.resize(std::size_t{name->id} + 1, {nullptr, 0});
+    auto& [source, index] = event_of_name_[name->id];
     if (source != name) {
       source = name;
-      text = name->domain.empty() ? profile_name(name->name)
-                                  : profile_name(name->name) + " [" + profile_name(name->domain) + "]";
+      index = event(name->domain.empty()
+                        ? profile_name(name->name)
+                        : profile_name(profile_name(name->name) + " [" + profile_name(name->domain) + "]"));
     }
-    return text;
+    return index;
+  }
+
+  // The metric a counter feeds (0: none), cached per name record.
+  std::size_t metric_of(const name_info* name) {
+    if (name->id >= metric_of_name_.size()) metric_of_name_.resize(std::size_t{name->id} + 1, {nullptr, 0});
+    auto& [source, metric] = metric_of_name_[name->id];
+    if (source != name) {
+      source = name;
+      const auto it = metric_of_counter_.find(name->name);
+      metric = name->domain.empty() && it != metric_of_counter_.end() ? it->second : 0;
+    }
+    return metric;
   }
 
   // --- host regions ----------------------------------------------------------
 
-  void begin_region(profile_thread& thread, const name_info* name) {
-    const std::uint32_t node = thread.child(thread.top_node(), function_of(name));
-    thread.stack.push_back(open_frame{name, node});
-    thread.frame_values.insert(thread.frame_values.end(), thread.current.begin(), thread.current.end());
-    thread.frame_values.resize(thread.frame_values.size() + metrics_.size(), 0.0);
-  }
-
   // An end closes the innermost open region of its name, and the regions opened
   // inside it that did not end (so that times still nest); an end without a
   // matching begin is ignored. Both are counted in the metadata.
-  void end_region(profile_thread& thread, const name_info* name) {
-    std::size_t match = thread.stack.size();
-    while (match > 0 && !same_region(thread.stack[match - 1].name, name)) --match;
+  void end_region(thread_profile& thread, const name_info* name) {
+    const std::size_t match = thread.matching_frame(name);
     if (match == 0) {
       ++unmatched_region_ends_;
       return;
     }
-    if (match < thread.stack.size()) ++unbalanced_region_ends_;
-    while (thread.stack.size() >= match) close_top(thread);
+    if (match < thread.open_frames()) ++unbalanced_region_ends_;
+    while (thread.open_frames() >= match) thread.close_innermost();
   }
 
-  // Closes the innermost open region at the thread's current values.
-  void close_top(profile_thread& thread) {
-    const std::size_t frame = thread.stack.size() - 1;
-    const std::uint32_t node = thread.stack[frame].node;
-    double* inclusive = thread.inclusive(node);
-    double* exclusive = thread.exclusive(node);
-    double* parent_children =
-        frame == 0 ? thread.root_children.data() : thread.frame_children(frame - 1);
-    for (std::size_t m = 0; m < metrics_.size(); ++m) {
-      const double spent = thread.current[m] - thread.frame_begin(frame)[m];
-      inclusive[m] += spent;
-      exclusive[m] += spent - thread.frame_children(frame)[m];
-      parent_children[m] += spent;
-    }
-    ++thread.nodes[node].calls;
-    ++thread.nodes[thread.nodes[node].parent].child_calls;
-    thread.stack.pop_back();
-    thread.frame_values.resize(frame * 2 * metrics_.size());
-  }
-
-  void add_counter_sample(profile_thread& thread, const record& sample) {
+  void add_counter_sample(thread_profile& thread, const record& sample) {
     if (!std::isfinite(sample.value)) {
       ++nonfinite_counter_samples_;
       return;
     }
-    if (!metric_of_counter_.empty() && sample.name->domain.empty()) {
-      if (const auto it = metric_of_counter_.find(sample.name->name); it != metric_of_counter_.end())
-        thread.current[it->second] = sample.value;
+    if (metric_of_counter_.size() > 0) {
+      if (const std::size_t metric = metric_of(sample.name); metric != 0) {
+        thread.set_counter(metric, sample.value);
+        counter_seen_[metric] = true;
+      }
     }
-    thread.add_user_event(event_name_of(sample.name), sample.value, thread.top_node());
+    thread.add_event(event_of(sample.name), sample.value, thread.top_node());
   }
 
   // --- GPU activity ----------------------------------------------------------
 
   // The node of a launch's calling context on the launching thread (the
-  // context tree's regions and API calls), created on first use.
-  std::uint32_t node_of(profile_thread& thread, const context_node* context) {
-    if (context == nullptr || context->parent == nullptr || context->name == nullptr) return root_node;
-    if (const auto it = thread.node_of_context.find(context); it != thread.node_of_context.end())
-      return it->second;
-    const std::uint32_t parent = node_of(thread, context->parent);
-    // Python frames (backends/python) are context of GPU work, never timed:
-    // TAU writes only called functions, so its paths keep the host's regions.
-    const std::uint32_t node =
-        context->name->domain == "python" ? parent : thread.child(parent, function_of(context->name));
-    thread.node_of_context.emplace(context, node);
+  // context tree's regions and API calls), created on first use; a context
+  // deeper than the call-path limit gives its ancestor's node at the limit.
+  std::uint32_t node_of(thread_profile& thread, const context_node* context) {
+    std::vector<const context_node*> chain;  // from `context` up to a known one
+    std::uint32_t node = root_node;
+    for (const context_node* c = context; c != nullptr && c->parent != nullptr && c->name != nullptr;
+         c = c->parent) {
+      if (const auto it = thread.node_of_context.find(c); it != thread.node_of_context.end()) {
+        node = it->second;
+        break;
+      }
+      chain.push_back(c);
+    }
+    for (std::size_t i = chain.size(); i > 0; --i) {
+      // Python frames (backends/python) are context of GPU work, never timed:
+      // TAU writes only called functions, so its paths keep the host's regions.
+      if (chain[i - 1]->name->domain != "python" && thread.nodes[node].depth + 1 < callpath_depth)
+        node = thread.child(node, function_of(chain[i - 1]->name));
+      thread.node_of_context.emplace(chain[i - 1], node);
+    }
     return node;
   }
 
   // A timed entry on the stream's virtual thread.
   void add_device_interval(const gpu_activity& activity, std::uint32_t function) {
-    profile_thread& thread = stream_thread(activity.device, activity.stream);
+    thread_profile& thread = stream_thread(activity.device, activity.stream);
     const std::int64_t end_ns = std::max(activity.end_ns, activity.start_ns);
     thread.see(activity.start_ns);
     thread.see(end_ns);
     latest_ns_ = std::max(latest_ns_, end_ns);
-    const auto spent = static_cast<double>(end_ns - activity.start_ns);
-    const std::uint32_t node = thread.child(root_node, function);
-    thread.inclusive(node)[0] += spent;
-    thread.exclusive(node)[0] += spent;
-    thread.root_children[0] += spent;
-    ++thread.nodes[node].calls;
-    ++thread.nodes[root_node].child_calls;
+    thread.add_interval(function, end_ns - activity.start_ns);
   }
 
   // Bytes as user events: on the stream (in total and per data object) and on
   // the launching thread, per calling context of the launch.
-  void add_bytes(const gpu_activity& activity, const std::string& event,
+  void add_bytes(const gpu_activity& activity, const std::string& event_name,
                  const runtime::data_object_info* first_object,
                  const runtime::data_object_info* second_object) {
     const auto bytes = static_cast<double>(activity.bytes);
-    profile_thread& stream = stream_thread(activity.device, activity.stream);
-    stream.add_plain_event(event, bytes);
+    const std::uint32_t total = event(event_name);
+    thread_profile& stream = stream_thread(activity.device, activity.stream);
+    stream.add_plain_event(total, bytes);
     const auto add_for_object = [&](const runtime::data_object_info& object) {
-      stream.add_plain_event(event + " (object: " + profile_name(object.name) + ")", bytes);
+      stream.add_plain_event(event(profile_name(event_name + " (object: " + object.name + ")")), bytes);
     };
     if (first_object != nullptr) add_for_object(*first_object);
     // A copy within one object counts once for it.
     if (second_object != nullptr && (first_object == nullptr || first_object->id != second_object->id))
       add_for_object(*second_object);
     if (activity.launch.tid == 0) return;  // launch not seen: counted by the runtime
-    profile_thread& host = host_thread(activity.launch.tid);
-    host.add_user_event(event, bytes, node_of(host, activity.launch.context));
+    thread_profile& host = host_thread(activity.launch.tid);
+    host.add_event(total, bytes, node_of(host, activity.launch.context));
   }
 
   void add_gpu_activity(const gpu_activity& activity) {
@@ -561,15 +394,14 @@ class tau_backend final : public runtime::backend {
         add_bytes(activity, "Bytes set", activity.destination_object, nullptr);
         break;
       case gpu_operation::allocation: {
-        const std::string event =
-            fmt::format("Bytes allocated ({} memory)", runtime::to_string(activity.memory));
+        const std::uint32_t allocated =
+            event(fmt::format("Bytes allocated ({} memory)", runtime::to_string(activity.memory)));
+        const auto bytes = static_cast<double>(activity.bytes);
         if (activity.launch.tid != 0) {
-          profile_thread& host = host_thread(activity.launch.tid);
-          host.add_user_event(event, static_cast<double>(activity.bytes),
-                              node_of(host, activity.launch.context));
+          thread_profile& host = host_thread(activity.launch.tid);
+          host.add_event(allocated, bytes, node_of(host, activity.launch.context));
         } else {
-          stream_thread(activity.device, activity.stream)
-              .add_plain_event(event, static_cast<double>(activity.bytes));
+          stream_thread(activity.device, activity.stream).add_plain_event(allocated, bytes);
         }
         break;
       }
@@ -582,95 +414,7 @@ class tau_backend final : public runtime::backend {
 
   // --- writing ---------------------------------------------------------------
 
-  struct flat_totals {
-    std::uint64_t calls = 0;
-    std::uint64_t child_calls = 0;
-    std::vector<double> exclusive, inclusive;
-  };
-
-  // Everything of a thread that does not depend on the metric.
-  struct thread_layout {
-    std::vector<std::string> paths;  // per node: ".TAU application => a => b"
-    std::vector<bool> recursive;     // per node: a caller has the same function
-    std::vector<flat_totals> flat;   // per function
-    std::vector<double> root_inclusive;
-  };
-
-  thread_layout layout_of(profile_thread& thread) const {
-    const std::size_t metric_count = metrics_.size();
-    thread_layout layout;
-    layout.paths.resize(thread.nodes.size());
-    layout.recursive.assign(thread.nodes.size(), false);
-    layout.paths[root_node] = std::string{application_name};
-    for (std::uint32_t n = 1; n < thread.nodes.size(); ++n) {  // parents come before children
-      const call_node& node = thread.nodes[n];
-      layout.paths[n] = layout.paths[node.parent] + " => " + functions_[node.function].name;
-      for (std::uint32_t up = node.parent; up != root_node; up = thread.nodes[up].parent)
-        if (thread.nodes[up].function == node.function) layout.recursive[n] = true;
-    }
-    layout.flat.resize(functions_.size());
-    for (flat_totals& totals : layout.flat) {
-      totals.exclusive.assign(metric_count, 0.0);
-      totals.inclusive.assign(metric_count, 0.0);
-    }
-    for (std::uint32_t n = 1; n < thread.nodes.size(); ++n) {
-      const call_node& node = thread.nodes[n];
-      flat_totals& totals = layout.flat[node.function];
-      totals.calls += node.calls;
-      totals.child_calls += node.child_calls;
-      for (std::size_t m = 0; m < metric_count; ++m) {
-        totals.exclusive[m] += thread.exclusive(n)[m];
-        // A recursive call's time is already in its outermost call's.
-        if (!layout.recursive[n]) totals.inclusive[m] += thread.inclusive(n)[m];
-      }
-    }
-    // The root spans the thread: from its start (the process's for the main
-    // thread) to its last event; a counter metric from 0 to its last value.
-    layout.root_inclusive.assign(metric_count, 0.0);
-    layout.root_inclusive[0] = static_cast<double>(thread.end_ns - thread.start_ns);
-    for (std::size_t m = 1; m < metric_count; ++m) layout.root_inclusive[m] = thread.current[m];
-    return layout;
-  }
-
-  // A metric value: TIME (held in whole nanoseconds) as microseconds with at
-  // most three decimals, computed in integers so that no rounding noise such as
-  // 7828.186000000001 appears; other metrics as TAU writes them (%.16G).
-  static void append_value(std::string& out, double value, bool time) {
-    if (!time || std::fabs(value) >= 9e15) {
-      fmt::format_to(std::back_inserter(out), "{:.16G}", value);
-      return;
-    }
-    const auto ns = static_cast<std::int64_t>(std::llround(value));
-    const std::uint64_t magnitude = ns < 0 ? 0U - static_cast<std::uint64_t>(ns) : static_cast<std::uint64_t>(ns);
-    if (ns < 0) out += '-';
-    fmt::format_to(std::back_inserter(out), "{}", magnitude / 1000U);
-    std::uint64_t fraction = magnitude % 1000U;
-    if (fraction == 0) return;
-    int digits = 3;
-    while (fraction % 10U == 0) {
-      fraction /= 10U;
-      --digits;
-    }
-    fmt::format_to(std::back_inserter(out), ".{:0{}}", fraction, digits);
-  }
-
-  static void append_function_line(std::string& out, std::string_view name, std::uint64_t calls,
-                                   std::uint64_t child_calls, double exclusive, double inclusive,
-                                   std::string_view group, bool time) {
-    fmt::format_to(std::back_inserter(out), "\"{}\" {} {} ", name, calls, child_calls);
-    append_value(out, exclusive, time);
-    out += ' ';
-    append_value(out, inclusive, time);
-    fmt::format_to(std::back_inserter(out), " 0 GROUP=\"{}\" \n", group);
-  }
-
-  static void append_statistics(std::string& out, std::string_view name, const statistics& s) {
-    const double mean = s.sum / static_cast<double>(s.count);
-    fmt::format_to(std::back_inserter(out), "\"{}\" {} {:.16G} {:.16G} {:.16G} {:.16G}\n", name,
-                   s.count, s.max, s.min, mean, s.sum_of_squares);
-  }
-
-  std::string thread_metadata(const profile_thread& thread) const {
+  std::string thread_metadata(const thread_profile& thread, const thread_layout& layout) const {
     std::string out;
     if (thread.kind == thread_kind::host) {
       append_attribute(out, "Thread Name",
@@ -685,57 +429,8 @@ class tau_backend final : public runtime::backend {
       if (const auto it = device_names_.find(thread.device); it != device_names_.end())
         append_attribute(out, "GPU Name", it->second);
     }
-    return out;
-  }
-
-  std::string profile_text(profile_thread& thread, const thread_layout& layout, std::size_t metric,
-                           const std::string& session_metadata) const {
-    const bool time = metric == 0;
-    std::string lines;
-    std::size_t count = 0;
-
-    const double root_inclusive = layout.root_inclusive[metric];
-    double root_exclusive = root_inclusive - thread.root_children[metric];
-    // Operations of one stream do not overlap, nor regions on a thread; this
-    // keeps rounding from ever writing a negative exclusive time.
-    if (time) root_exclusive = std::max(root_exclusive, 0.0);
-    append_function_line(lines, application_name, 1, thread.nodes[root_node].child_calls,
-                         root_exclusive, root_inclusive, "TAU_DEFAULT", time);
-    ++count;
-    for (std::uint32_t f = 1; f < functions_.size(); ++f) {
-      const flat_totals& totals = layout.flat[f];
-      if (totals.calls == 0) continue;
-      append_function_line(lines, functions_[f].name, totals.calls, totals.child_calls,
-                           totals.exclusive[metric], totals.inclusive[metric], functions_[f].group, time);
-      ++count;
-    }
-    for (std::uint32_t n = 1; n < thread.nodes.size(); ++n) {
-      const call_node& node = thread.nodes[n];
-      if (node.calls == 0) continue;
-      append_function_line(lines, layout.paths[n], node.calls, node.child_calls,
-                           thread.exclusive(n)[metric], thread.inclusive(n)[metric],
-                           "TAU_CALLPATH|" + functions_[node.function].group, time);
-      ++count;
-    }
-    lines += "0 aggregates\n";
-    const std::size_t event_count = thread.events.size() + thread.context_events.size();
-    if (event_count != 0) {
-      fmt::format_to(std::back_inserter(lines), "{} userevents\n", event_count);
-      lines += "# eventname numevents max min mean sumsqr\n";
-      for (const user_event& event : thread.events) append_statistics(lines, event.name, event.values);
-      for (const context_event& event : thread.context_events)
-        append_statistics(lines, thread.events[event.event].name + " : " + layout.paths[event.node],
-                          event.values);
-    }
-
-    const std::string metric_name = metric_file_name(metrics_[metric]);
-    std::string out = fmt::format("{} templated_functions_MULTI_{}\n", count, metric_name);
-    out += "# Name Calls Subrs Excl Incl ProfileCalls # <metadata>";
-    append_attribute(out, "Metric Name", metric_name);
-    out += session_metadata;
-    out += thread_metadata(thread);
-    out += "</metadata>\n";
-    out += lines;
+    append_attribute(out, "callpath-folded-calls", fmt::format("{}", thread.folded_call_count));
+    append_attribute(out, "values-saturated", fmt::format("{}", layout.saturated_values));
     return out;
   }
 
@@ -747,12 +442,16 @@ class tau_backend final : public runtime::backend {
     append_attribute(out, "pid", fmt::format("{}", session_.pid));
     // TAU's start time: microseconds since the epoch.
     append_attribute(out, "Starting Timestamp", fmt::format("{}", session_.start_realtime_ns / 1000));
+    // As TAU writes them for call-path profiles: ParaProf then shows the call
+    // paths as its call tree, and the flat entries beside it, not in it.
+    append_attribute(out, "TAU_CALLPATH", "on");
+    append_attribute(out, "TAU_CALLPATH_DEPTH", fmt::format("{}", callpath_depth));
     append_attribute(out, "ferret version", session_.ferret_version);
     append_attribute(out, "clock-source", session_.clock_source);
     append_attribute(out, "start-monotonic-raw-ns", fmt::format("{}", session_.start_monotonic_raw_ns));
     if (status.runtime_metadata != nullptr)
       for (const auto& [key, value] : *status.runtime_metadata)
-        append_attribute(out, key, metadata_text(value));
+        append_attribute(out, key.empty() ? unnamed : std::string_view{key}, metadata_text(value));
     append_attribute(out, "events-recorded", fmt::format("{}", status.events_recorded));
     append_attribute(out, "events-dropped", fmt::format("{}", status.events_dropped));
     append_attribute(out, "unbalanced-region-ends", fmt::format("{}", unbalanced_region_ends_));
@@ -762,11 +461,14 @@ class tau_backend final : public runtime::backend {
     append_attribute(out, "gpu-operations-not-profiled", fmt::format("{}", gpu_operations_not_profiled_));
     std::uint64_t omitted = 0;
     if (status.user_metadata != nullptr) {
+      std::string attribute;
       for (const auto& [key, value] : *status.user_metadata) {
-        if (out.size() > longest_metadata_block)
+        attribute.clear();
+        append_attribute(attribute, key.empty() ? unnamed : std::string_view{key}, metadata_text(value));
+        if (out.size() + attribute.size() > longest_metadata_block)
           ++omitted;
         else
-          append_attribute(out, key, metadata_text(value));
+          out += attribute;
       }
     }
     if (omitted != 0) append_attribute(out, "metadata-omitted", fmt::format("{}", omitted));
@@ -774,11 +476,11 @@ class tau_backend final : public runtime::backend {
   }
 
   // main first, the other host threads as they appeared, then the streams.
-  std::vector<profile_thread*> ordered_threads() const {
-    std::vector<profile_thread*> ordered;
+  std::vector<thread_profile*> ordered_threads() const {
+    std::vector<thread_profile*> ordered;
     for (const auto& thread : threads_) ordered.push_back(thread.get());
-    std::stable_sort(ordered.begin(), ordered.end(), [](const profile_thread* a, const profile_thread* b) {
-      const auto rank = [](const profile_thread* t) {
+    std::stable_sort(ordered.begin(), ordered.end(), [](const thread_profile* a, const thread_profile* b) {
+      const auto rank = [](const thread_profile* t) {
         return t->kind == thread_kind::gpu_stream ? 2 : (t->is_main ? 0 : 1);
       };
       if (rank(a) != rank(b)) return rank(a) < rank(b);
@@ -792,16 +494,22 @@ class tau_backend final : public runtime::backend {
   void write_profiles(const session_status& status) {
     const std::uint64_t node =
         rank_in(status.user_metadata).value_or(rank_in(status.runtime_metadata).value_or(0));
-    const std::string metadata = session_metadata(status);
-    const std::vector<profile_thread*> threads = ordered_threads();
+    const profile_tables tables{functions_, event_names_, metric_files_};
+    const std::vector<thread_profile*> threads = ordered_threads();
     std::vector<thread_layout> layouts;
+    std::vector<std::string> metadata;
+    const std::string session = session_metadata(status);
     layouts.reserve(threads.size());
-    for (profile_thread* thread : threads) layouts.push_back(layout_of(*thread));
+    for (thread_profile* thread : threads) {
+      layouts.push_back(layout_of(*thread, tables));
+      metadata.push_back(session + thread_metadata(*thread, layouts.back()));
+      folded_calls_ += thread->folded_call_count;
+    }
 
     for (std::size_t metric = 0; metric < metrics_.size() && error_.empty(); ++metric) {
       std::string directory = directory_;
       if (metrics_.size() > 1) {
-        directory += "/MULTI__" + metric_file_name(metrics_[metric]);
+        directory += "/MULTI__" + metric_files_[metric];
         if (const int error = make_directory(directory); error != 0) {
           fail(directory, error);
           break;
@@ -809,7 +517,7 @@ class tau_backend final : public runtime::backend {
       }
       for (std::size_t t = 0; t < threads.size(); ++t) {
         const std::string path = fmt::format("{}/profile.{}.0.{}", directory, node, t);
-        if (const int error = write_file(path, profile_text(*threads[t], layouts[t], metric, metadata));
+        if (const int error = write_profile(path, *threads[t], layouts[t], metric, metadata[t], tables);
             error != 0) {
           fail(path, error);
           break;
@@ -838,27 +546,35 @@ class tau_backend final : public runtime::backend {
       if (::unlink(fmt::format("{}/profile.{}.0.{}", directory, node, t).c_str()) != 0) return;
   }
 
+  // One line per failed output: describe() gives it at exit from FERRET_VERBOSE=1
+  // on; below that only errors are shown, so it is said here.
   void fail(const std::string& path, int error) {
     error_ = fmt::format("{}: {}", path, std::strerror(error));
-    runtime::print_message(fmt::format("cannot write the TAU profile {}", error_));
+    if (runtime::verbosity() < 1) runtime::print_message(describe());
   }
 
   session_info session_;
   std::string directory_;
-  std::vector<std::string> metrics_;  // TIME, then the counters of FERRET_TAU_METRICS
+  std::vector<std::string> metrics_;       // TIME, then the counters of FERRET_TAU_METRICS
+  std::vector<std::string> metric_files_;  // the same as written (metric_file_name)
   std::unordered_map<std::string, std::size_t> metric_of_counter_;
+  std::vector<bool> counter_seen_;         // per metric: a sample of its counter arrived
   bool finished_ = false;
   std::string error_;
   std::size_t written_threads_ = 0;
+  std::uint64_t folded_calls_ = 0;
   std::int64_t latest_ns_ = 0;
 
   std::vector<function_entry> functions_;
   std::unordered_map<std::string, std::uint32_t> function_index_;        // name '\n' group
   std::vector<std::pair<const name_info*, std::uint32_t>> function_of_name_;  // by name_info::id
-  std::vector<std::pair<const name_info*, std::string>> event_name_of_name_;  // by name_info::id
+  std::vector<std::string> event_names_;
+  std::unordered_map<std::string, std::uint32_t> event_index_;
+  std::vector<std::pair<const name_info*, std::uint32_t>> event_of_name_;   // by name_info::id
+  std::vector<std::pair<const name_info*, std::size_t>> metric_of_name_;    // by name_info::id
   std::unordered_map<const char*, std::uint32_t> kernel_functions_;      // by mangled name pointer
 
-  std::vector<std::unique_ptr<profile_thread>> threads_;
+  std::vector<std::unique_ptr<thread_profile>> threads_;
   std::unordered_map<std::uint64_t, std::size_t> host_index_;                     // by tid
   std::map<std::pair<std::uint32_t, std::uint32_t>, std::size_t> stream_index_;  // (device, stream)
   std::map<std::uint32_t, std::string> device_names_;
@@ -870,10 +586,25 @@ class tau_backend final : public runtime::backend {
   std::uint64_t gpu_operations_not_profiled_ = 0;
 };
 
+bool holds_tau_profile(const std::string& directory) {
+  std::error_code ignored;
+  for (const auto& entry : std::filesystem::directory_iterator(directory, ignored)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("profile.", 0) == 0 || name.rfind("MULTI__", 0) == 0) return true;
+  }
+  return false;
+}
+
 // The profile directory for FERRET_OUTPUT: runtime::output_file() without an
 // extension made of letters only ("run.json" → "run"), so that beside chrome's
 // file it does not take that file's name. "ferret-a.out-42" keeps its dot.
+// A FERRET_OUTPUT without a trailing slash that names a TAU profile directory
+// of an earlier run is that directory again, as TAU's PROFILEDIR is: a rerun
+// replaces the profile rather than nesting a new one inside the old.
 std::string profile_directory(const runtime::backend_context& context) {
+  if (context.output_is_directory && !context.output.empty() && context.output.back() != '/' &&
+      holds_tau_profile(context.output))
+    return context.output;
   std::string path = runtime::output_file(context, "");
   while (path.size() > 1 && path.back() == '/') path.pop_back();
   const std::size_t slash = path.rfind('/');
@@ -887,6 +618,27 @@ std::string profile_directory(const runtime::backend_context& context) {
 }
 
 }  // namespace
+
+std::optional<std::vector<std::string>> parse_metrics(std::string_view text) {
+  std::vector<std::string> names;
+  const auto blank = [](char c) { return c == ' ' || c == '\t'; };
+  std::string_view trimmed = text;
+  while (!trimmed.empty() && blank(trimmed.front())) trimmed.remove_prefix(1);
+  while (!trimmed.empty() && blank(trimmed.back())) trimmed.remove_suffix(1);
+  if (trimmed.empty() || trimmed == "none") return names;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', start), text.size());
+    std::string_view name = text.substr(start, comma - start);
+    while (!name.empty() && blank(name.front())) name.remove_prefix(1);
+    while (!name.empty() && blank(name.back())) name.remove_suffix(1);
+    if (name.empty()) return std::nullopt;
+    if (name != "TIME" && std::find(names.begin(), names.end(), name) == names.end())
+      names.emplace_back(name);
+    start = comma + 1;
+  }
+  return names;
+}
 
 std::unique_ptr<runtime::backend> make_backend_in(const runtime::session_info& session,
                                                   const std::string& directory,

@@ -15,7 +15,13 @@
 // (one per region name) and call-path entries ".TAU application => a => b"
 // (group TAU_CALLPATH|<group>), under a ".TAU application" entry that spans the
 // thread; user events for counters, marks and bytes moved by the GPU, each also
-// per calling context ("event : .TAU application => a => b").
+// per calling context ("event : .TAU application => a => b"). The metadata says
+// TAU_CALLPATH=on and TAU_CALLPATH_DEPTH=32, as TAU's call-path profiles do:
+// regions nested deeper than 31 levels are folded into the call path of their
+// caller at that depth (tau_thread_profile.hpp), and counted.
+//
+// Names and metadata text follow the rules of tau_names.hpp, so that ParaProf,
+// pprof and hatchet read them back as written (docs/formats.md).
 //
 // GPU streams: kernels (demangled), "Memory copy Host to Device" etc. and
 // "Memory set" are timed entries; bytes per direction, per data object and, on
@@ -31,6 +37,7 @@
 // Everything is aggregated while records arrive (memory grows with the number
 // of distinct call paths and user events, never with the number of events) and
 // written once, at the final flush; a fork() child (abandon()) writes nothing.
+// A counter of FERRET_TAU_METRICS that never had a sample is named in one line.
 #pragma once
 
 #include <memory>
@@ -59,22 +66,5 @@ FERRET_EXPORT std::unique_ptr<runtime::backend> make_backend_in(
 /// names ignored, duplicates dropped, "TIME" (always measured) skipped; empty
 /// or "none" for no counter. nullopt for an empty name between commas.
 FERRET_EXPORT std::optional<std::vector<std::string>> parse_metrics(std::string_view text);
-
-/// `text` as a name TAU's readers take back unchanged: pprof reads a quoted
-/// name up to the next '"' and every reader goes line by line, ParaProf splits
-/// call paths at "=>" and context events at " : ". So '"' becomes '\'', control
-/// characters become ' ', "=>" becomes "->", " : " becomes ": ", and invalid
-/// UTF-8 becomes U+FFFD (TAU itself writes names as they are).
-FERRET_EXPORT std::string profile_name(std::string_view text);
-
-/// Appends `text` as XML character data for the metadata block: '&', '<' and
-/// '>' as entities, '#' as "&#x23;" (readers split the header line at " #"),
-/// newline, carriage return and tab as character references (the block is one
-/// line), other control characters and invalid UTF-8 as U+FFFD.
-FERRET_EXPORT void append_xml_text(std::string& out, std::string_view text);
-
-/// A metric's directory suffix and header name: TAU's rule, the characters
-/// /\?%*:|"<>= and blanks become '_'.
-FERRET_EXPORT std::string metric_file_name(std::string_view metric);
 
 }  // namespace ferret::tau

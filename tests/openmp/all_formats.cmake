@@ -2,9 +2,9 @@
 # FERRET_BACKEND=chrome,otf2,tau. The chrome file and the OTF2 archive must
 # show the same events (chrome-otf2-compare), the archive must hold the target
 # regions and the two 8000-byte copies (ferret-otf2-check) and read cleanly in
-# otf2-print, and the TAU profile must pass ferret-tau-check and hold the
+# otf2-print and python3-otf2, and the TAU profile must pass ferret-tau-check and hold the
 # target region on the host and the copies on the device's virtual thread.
-include(${CMAKE_CURRENT_LIST_DIR}/../otf2_print_clean.cmake)
+include(${CMAKE_CURRENT_LIST_DIR}/../otf2_read_back.cmake)
 file(REMOVE_RECURSE ${WORK})
 file(MAKE_DIRECTORY ${WORK})
 execute_process(COMMAND ${CMAKE_COMMAND} -E env LD_LIBRARY_PATH=${LLVM_LIB_DIR}
@@ -25,7 +25,7 @@ run_checked(chrome-otf2-compare ${COMPARE} run.json run/traces.otf2)
 run_checked(ferret-otf2-check ${OTF2_CHECK} run/traces.otf2 --copies 2 --copy-bytes 16000
             --region "target [device 0]" --region "target enter data [device 0]"
             --region "transfer to device" --region "kernel submission" --region parallel)
-otf2_print_clean(${PRINT} ${WORK}/run/traces.otf2 printed)
+otf2_read_back(${WORK}/run/traces.otf2 printed)
 run_checked(ferret-tau-check ${TAU_CHECK} run)
 file(READ ${WORK}/run/profile.0.0.0 host)
 file(GLOB profiles ${WORK}/run/profile.0.0.*)

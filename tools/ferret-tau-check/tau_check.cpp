@@ -1,57 +1,93 @@
-// The rules, as TAU writes profiles (Profiler.cpp) and its readers parse them
-// (ParaProf's TauDataSource, utils/pprof.cpp, hatchet's TAU reader):
+// The rules, as TAU writes profiles (Profiler.cpp, TauCallPath.cpp, TauEnv.cpp)
+// and its readers parse them: ParaProf (perfdmf's TauDataSource, Function,
+// UserEvent; paraprof's CallPathModel, ContextEventTreeNode), pprof
+// (utils/pprof.cpp) and hatchet (hatchet/readers/tau_reader.py). A rule that one
+// reader needs names it; breaking it there loses data (a file read only up to
+// the line, an entry merged into another) or makes the reader throw.
 //
 // File layout
 //   F1  line 1: "<n> templated_functions_MULTI_<metric>"; inside MULTI__<m>/, <metric> is <m>
 //   F2  line 2: "# Name Calls Subrs Excl Incl ProfileCalls # <metadata>...</metadata>"
 //   F3  then exactly n function lines, then "0 aggregates"
 //   F4  then nothing, or "<k> userevents", "# eventname numevents max min mean sumsqr" and k lines
-//   F5  every line ends in '\n', nothing follows the last section, text is valid UTF-8
+//   F5  every line ends in '\n', nothing follows the last section, text is valid UTF-8 (hatchet
+//       decodes the file as UTF-8)
+//   F6  pprof: function and user event lines are shorter than 64 KiB (it reads lines into
+//       SIZE_OF_LINE bytes and takes the rest of a longer one as the next line)
 // Metadata
 //   M1  the block is well-formed XML (xml_error): <metadata> holding only
 //       <attribute><name>..</name><value>..</value></attribute> elements
-//   M2  the first attribute is "Metric Name", its value the metric of line 1
-//   M3  " #" does not occur in the block (readers split the line there)
+//   M2  the first attribute is "Metric Name", its value the metric of line 1 (hatchet takes the
+//       first <value> as the metric)
+//   M3  hatchet: no blank before a '#' in the block (it splits the column header at "\s#")
+//   M4  ParaProf: the block is ASCII (it reads it as bytes: every byte above 0x7F becomes a
+//       blank); characters beyond ASCII are character references
+//   M5  ParaProf: with call paths, TAU_CALLPATH is "on" and TAU_CALLPATH_DEPTH an integer >= 2,
+//       as TAU writes them (else ParaProf shows every flat entry again as a root of the call tree)
 // Function lines: "\"<name>\" <calls> <subrs> <excl> <incl> 0 GROUP=\"<group>\" "
-//   L1  the name has no '"'; calls and subrs are unsigned integers, calls > 0;
-//       excl and incl finite numbers; ProfileCalls 0; the group has no blank
-//       or '"'; the trailing blank is there
+//   L1  ParaProf: the name is not empty ("" makes it drop the rest of the file); no '"' in it;
+//       calls and subrs are unsigned integers, calls > 0; excl and incl finite decimal
+//       numbers; ProfileCalls 0; the group has no blank or '"'; the trailing blank is there
 //   L2  names are unique; ".TAU application" is there with 1 call
 //   L3  TIME: 0 <= excl <= incl
-// Call paths ("a => b => c")
-//   P1  the first component is ".TAU application"; the group is TAU_CALLPATH|<the
-//       leaf's flat group>; flat entries do not carry TAU_CALLPATH
-//   P2  the leaf has a flat entry; the path without its leaf is an entry too
-//       (or ".TAU application"); with any call path in the file, every flat entry
-//       has at least one
-//   P3  per leaf, the paths' calls, subrs and excl add up to the flat entry's;
-//       the incl of the paths where the leaf is not also a caller adds up to the
-//       flat incl (a recursive call's time is in its outermost call's)
-//   P4  per path (and ".TAU application"): subrs = the calls of its child paths,
-//       excl = incl - the incl of its child paths
+//   L4  no blank at either end of a name or call-path component, no run of blanks: TAU drops
+//       leading blanks, ParaProf collapses runs (merging the entries), hatchet strips
+//       components
+//   L5  ParaProf: a source annotation ("[{file} {line,col}]", "OpenMP location: file:f <l, c>",
+//       mpiP's "[file:f line:l]", "!$omp … @f:l") or parameter list ("[ <a> = <b> ]") in a
+//       function name or call-path component parses as its Function.getSourceLink parses it
+//       (else it throws when the user opens the function's menu)
+//   L6  hatchet: the first function line is ".TAU application", its calls, subrs, excl and incl
+//       whole numbers (read with int()), in every metric's file
+//   L7  hatchet: a source location in a call path's leaf is " [{file} {line,col}]" with
+//       integer line numbers; a " [@] " call site has words on both sides (else it throws)
+//   L8  ParaProf, hatchet: "=>" occurs only as the call-path separator " => ", and " : " not at
+//       all (ParaProf splits context events at the last " : ")
+// Call paths ("a => b => c", TAU_CALLPATH_DEPTH = D)
+//   P1  the first component is ".TAU application" (hatchet cannot place a path that does not
+//       start there); at most D components; the group is TAU_CALLPATH|<the leaf's flat group>;
+//       flat entries do not carry TAU_CALLPATH
+//   P2  the leaf has a flat entry; the path without its leaf is an entry too (or ".TAU
+//       application"); with any call path in the file, every flat entry has at least one
+//       (unless all its calls were folded, P3)
+//   P3  per leaf, the paths' calls, subrs and excl add up to the flat entry's; the incl of the
+//       paths where the leaf is not also a caller adds up to the flat incl (a recursive call's
+//       time is in its outermost call's). Calls nested deeper than D - 1 levels are in the flat
+//       entries only, folded into the path at the limit: with "callpath-folded-calls" > 0 in
+//       the metadata the paths add up to at most the flat entry (TIME), and the flat calls
+//       exceed the paths' calls by exactly that count
+//   P4  per path of fewer than D components (and ".TAU application"): subrs = the calls of its
+//       child paths, excl = incl - the incl of its child paths; ".TAU application" is in whole
+//       units (L6), so its excl may differ by rounding, less than 1. A path of D components
+//       has no child paths: TIME excl <= incl
 // User events
-//   U1  "\"<name>\" <count> <max> <min> <mean> <sumsqr>", count an unsigned
-//       integer > 0, the rest finite numbers; names unique
-//   U2  min <= mean <= max, sumsqr >= count * mean^2
-//   U3  "<event> : <path>": <event> is a user event, <path> ".TAU application"
-//       or a call path; the contexts of an event add up to its count, their
-//       max and min are its max and min
+//   U1  "\"<name>\" <count> <max> <min> <mean> <sumsqr>", count an unsigned integer > 0, the
+//       rest finite decimal numbers; names unique; no blank at either end, no run of blanks
+//   U2  min <= mean <= max, sumsqr >= count * mean^2, except that a sum of squares beyond the
+//       largest double is written as the largest double (a lower bound)
+//   U3  ParaProf: a name with " : " is a context event "<event> : <path>" with one " : ";
+//       <event> is a user event, <path> ".TAU application" or a call path; the contexts of an
+//       event add up to its count, their max and min are its max and min
+//   (hatchet reads every line with "=>" as a call path, context events too, and throws: TAU's
+//   own call-path profiles hit that as well; it is not checked here)
 // Directory
 //   D1  files are profile.N.C.T (unsigned integers); per (N, C), T runs 0..k-1
 //   D2  either plain files or MULTI__<metric> directories, not both, not none
-//   D3  every MULTI__ directory has the same files, and each file the same
-//       function names in the same order with the same calls and subrs, and the
-//       same user events
+//   D3  every MULTI__ directory has the same files, and each file the same function names in
+//       the same order with the same calls and subrs, and the same user events (hatchet
+//       reads the metrics' files line by line together)
 #include "tau_check.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cfloat>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -65,13 +101,14 @@ constexpr std::string_view path_separator = " => ";
 constexpr std::string_view context_separator = " : ";
 constexpr std::string_view column_header = "# Name Calls Subrs Excl Incl ProfileCalls # ";
 constexpr std::string_view user_event_header = "# eventname numevents max min mean sumsqr";
+constexpr std::size_t pprof_line_buffer = 64 * 1024;  // SIZE_OF_LINE, with the '\n' and the '\0'
 
 void add_error(report& r, std::string line) {
   ++r.error_count;
   if (r.errors.size() < max_stored_errors) r.errors.push_back(std::move(line));
 }
 
-// Numbers written with %.16G and added up in another order agree to about 1e-15
+// Numbers written in decimal and added up in another order agree to about 1e-15
 // relatively; the slack is wider so that only real disagreements fail.
 bool close(double a, double b) {
   return std::fabs(a - b) <= 1e-9 * std::max({std::fabs(a), std::fabs(b), 1.0});
@@ -83,6 +120,18 @@ std::optional<std::uint64_t> unsigned_integer(std::string_view token) {
       !std::all_of(token.begin(), token.end(), [](char c) { return c >= '0' && c <= '9'; }))
     return std::nullopt;
   return std::strtoull(std::string{token}.c_str(), nullptr, 10);
+}
+
+// What Python's int() and Java's Integer.parseInt both take: a sign and digits.
+bool whole_number(std::string_view token) {
+  if (!token.empty() && (token.front() == '-' || token.front() == '+')) token.remove_prefix(1);
+  return !token.empty() && std::all_of(token.begin(), token.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+bool java_int(std::string_view token) {
+  if (!whole_number(token)) return false;
+  const long long value = std::strtoll(std::string{token}.c_str(), nullptr, 10);
+  return token.size() <= 11 && value >= -2147483648LL && value <= 2147483647LL;
 }
 
 std::optional<double> finite_number(std::string_view token) {
@@ -107,6 +156,19 @@ std::vector<std::string_view> split(std::string_view text, std::string_view sepa
     if (at == std::string_view::npos) return parts;
     start = at + separator.size();
   }
+}
+
+// Python's str.split() without arguments: words between runs of blanks.
+std::vector<std::string_view> words(std::string_view text) {
+  std::vector<std::string_view> out;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    while (at < text.size() && (text[at] == ' ' || text[at] == '\t')) ++at;
+    const std::size_t start = at;
+    while (at < text.size() && text[at] != ' ' && text[at] != '\t') ++at;
+    if (at > start) out.push_back(text.substr(start, at - start));
+  }
+  return out;
 }
 
 bool valid_utf8(std::string_view text) {
@@ -135,6 +197,151 @@ bool valid_utf8(std::string_view text) {
     i += length;
   }
   return true;
+}
+
+// L4: "" when `name` has no blank at either end and no run of blanks.
+std::string blank_error(std::string_view name) {
+  if (!name.empty() && (name.front() == ' ' || name.back() == ' '))
+    return "a blank at an end (TAU drops leading blanks, hatchet strips both ends)";
+  if (name.find("  ") != std::string_view::npos)
+    return "a run of blanks (ParaProf collapses it and merges the entry with another)";
+  return {};
+}
+
+// Java's String.indexOf(needle, from): -1 when absent.
+long index_of(std::string_view text, std::string_view needle, long from = 0) {
+  if (from < 0) from = 0;
+  if (static_cast<std::size_t>(from) > text.size()) return -1;
+  const std::size_t at = text.find(needle, static_cast<std::size_t>(from));
+  return at == std::string_view::npos ? -1 : static_cast<long>(at);
+}
+
+// Java's String.trim(): without the characters up to ' ' at both ends.
+std::string_view java_trim(std::string_view text) {
+  while (!text.empty() && static_cast<unsigned char>(text.front()) <= ' ') text.remove_prefix(1);
+  while (!text.empty() && static_cast<unsigned char>(text.back()) <= ' ') text.remove_suffix(1);
+  return text;
+}
+
+// L5: ParaProf's Function.getSourceLink(String) on one function name (it is
+// given the leaf of a call path, and then each caller): "" or why it throws.
+// Java's substring(begin, end) throws when end < begin (an index of -1 included)
+// and Integer.parseInt on anything but an int.
+std::string paraprof_source_link_error(std::string_view name) {
+  const auto piece = [&](long begin, long end) -> std::optional<std::string_view> {
+    if (begin < 0 || end < begin || static_cast<std::size_t>(end) > name.size()) return std::nullopt;
+    return name.substr(static_cast<std::size_t>(begin), static_cast<std::size_t>(end - begin));
+  };
+  const auto number = [&](long begin, long end, bool trim) {
+    const auto text = piece(begin, end);
+    return text && java_int(trim ? java_trim(*text) : *text);
+  };
+  if (index_of(name, "OpenMP location:") != -1) {  // Opari: "OpenMP location: file:f.c <31, 48>"
+    const long file = index_of(name, "file:"), left = index_of(name, "<"), comma = index_of(name, ","),
+               right = index_of(name, ">");
+    if (!piece(0, file) || !piece(file + 5, left) || !number(left + 1, comma, true) ||
+        !number(comma + 1, right, true))
+      return "an 'OpenMP location:' annotation that does not parse";
+  }
+  if (index_of(name, "file:") != -1 && index_of(name, "line:") != -1) {  // mpiP: "[file:ring.c line:37]"
+    const std::size_t bracket = name.rfind('[');
+    if (bracket == std::string_view::npos) return "'file:' and 'line:' (mpiP's annotation) without '['";
+    const std::string_view tail = name.substr(bracket);
+    const long file = index_of(tail, "file:"), line = index_of(tail, "line:");
+    const auto tail_piece = [&](long begin, long end) -> std::optional<std::string_view> {
+      if (begin < 0 || end < begin || static_cast<std::size_t>(end) > tail.size()) return std::nullopt;
+      return tail.substr(static_cast<std::size_t>(begin), static_cast<std::size_t>(end - begin));
+    };
+    const long close_at = index_of(tail, "]", line);
+    const auto digits = close_at != -1 ? tail_piece(line + 5, index_of(tail, "]"))
+                                       : tail_piece(line + 5, static_cast<long>(tail.size()));
+    if (!tail_piece(file + 5, line) || !digits || !java_int(close_at != -1 ? *digits : java_trim(*digits)))
+      return "'file:' and 'line:' (mpiP's annotation) that do not parse";
+    return {};
+  }
+  if (name.rfind("!$omp", 0) == 0) {  // "!$omp parallel @file.f:12"
+    const std::size_t at = name.rfind('@'), colon = name.rfind(':');
+    if (at == std::string_view::npos || colon == std::string_view::npos || colon < at) return {};
+    return java_int(name.substr(colon + 1)) ? std::string{} : "an '!$omp … @file:line' annotation that does not parse";
+  }
+  for (long start = index_of(name, "[ <"); start != -1;) {  // "[ <name> = <value>, <…> ]"
+    long end = index_of(name, "> = <", start);
+    if (!piece(start + 3, end)) return "a parameter list '[ <' without '> = <'";
+    start = index_of(name, "<", end);
+    end = index_of(name, ">", start);
+    if (!piece(start + 1, end)) return "a parameter value without '>'";
+    start = index_of(name, ", <", end);
+  }
+  const long file_start = index_of(name, "[{");  // "[{file} {line,column}-{line,column}]"
+  if (file_start == -1) return {};
+  const long file_end = index_of(name, "}", file_start);
+  if (file_end == -1) return {};
+  const long open1 = index_of(name, "{", file_end + 1);
+  long comma1 = index_of(name, ",", file_end + 1);
+  const long close1 = index_of(name, "}", file_end + 1);
+  long dash = index_of(name, "-", close1 + 1);
+  const long open2 = index_of(name, "{", open1 + 1);
+  const long comma2 = index_of(name, ",", comma1 + 1);
+  const long close2 = index_of(name, "}", close1 + 1);
+  if (open1 == -1) return {};
+  if (comma1 > close1) comma1 = -1;
+  if (dash > close2) dash = -1;
+  const std::string bad = "a source location whose line or column is not an integer";
+  if (dash == -1) {
+    if (comma1 == -1) return close1 == -1 || number(open1 + 1, close1, false) ? std::string{} : bad;
+    return number(open1 + 1, comma1, false) ? std::string{} : bad;
+  }
+  if (open2 == -1 || comma1 == -1 || comma2 == -1 || close1 == -1 || close2 == -1) return {};
+  return number(open1 + 1, comma1, false) && number(comma1 + 1, close1, false) &&
+                 number(open2 + 1, comma2, false) && number(comma2 + 1, close2, false)
+             ? std::string{}
+             : bad;
+}
+
+// L7: hatchet's TAUReader on the leaf of a call path: "" or why it throws.
+std::string hatchet_leaf_error(std::string_view leaf) {
+  if (leaf.find("[{") != std::string_view::npos) {
+    // re.search(r"\{.*\}\]", leaf).group(0).split()[1], then the line numbers
+    const std::size_t open = leaf.find('{');
+    const std::size_t close_at = leaf.rfind("}]");
+    if (open == std::string_view::npos || close_at == std::string_view::npos || close_at < open)
+      return "a '[{' without '}]' after it";
+    const std::vector<std::string_view> tokens = words(leaf.substr(open, close_at + 2 - open));
+    if (tokens.size() < 2) return "a source location without line numbers";
+    std::string lines{tokens[1]};
+    while (!lines.empty() && (lines.front() == '}' || lines.front() == ']')) lines.erase(0, 1);
+    while (!lines.empty() && (lines.back() == '}' || lines.back() == ']')) lines.pop_back();
+    lines.erase(std::remove(lines.begin(), lines.end(), '{'), lines.end());
+    std::string_view start = lines, end = "0";
+    if (lines.find('-') != std::string::npos) {
+      const std::vector<std::string_view> range = split(lines, "-");
+      start = split(range[0], ",")[0];
+      end = split(range[1], ",")[0];
+    } else if (lines.find(',') != std::string::npos) {
+      const std::vector<std::string_view> pair = split(lines, ",");
+      start = pair[0];
+      end = pair[1];
+    }
+    if (!whole_number(start) || !whole_number(end))
+      return fmt::format("a source location whose line numbers '{}' are not integers", lines);
+  }
+  if (leaf.find(" C ") != std::string_view::npos) return {};
+  if (leaf.find(" [@] ") != std::string_view::npos) {
+    const std::vector<std::string_view> parts = split(leaf, " [@] ");
+    if (words(parts[0]).size() < 2) return "a ' [@] ' call site without a file before it";
+    if (parts[1].find("[{") != std::string_view::npos) {
+      const std::vector<std::string_view> module = split(parts[1], " [{");
+      if (module.size() < 2 || words(module[1]).empty()) return "a ' [@] ' call site without a module";
+    } else if (words(parts[1]).size() < 2) {
+      return "a ' [@] ' call site without a module";
+    }
+    return {};
+  }
+  if (leaf.find("[{") != std::string_view::npos) {
+    const std::vector<std::string_view> parts = split(leaf, " [{");
+    if (parts.size() < 2 || words(parts[1]).empty()) return "a '[{' without a blank before it";
+  }
+  return {};
 }
 
 // --- XML --------------------------------------------------------------------
@@ -353,6 +560,7 @@ class xml_parser {
   std::string error_;
 };
 
+
 // --- one file -----------------------------------------------------------------
 
 struct line_reader {
@@ -381,6 +589,11 @@ std::optional<std::string> quoted_name(std::string_view line, std::string_view& 
   return std::string{line.substr(1, end - 1)};
 }
 
+bool has_control_character(std::string_view text) {
+  return std::any_of(text.begin(), text.end(),
+                     [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7F; });
+}
+
 class file_checker {
  public:
   file_checker(report& r, std::string name) : report_(r), name_(std::move(name)) {}
@@ -388,7 +601,7 @@ class file_checker {
   std::optional<profile> parse(std::string_view text, std::string_view expected_metric) {
     line_reader lines{text};
     profile result;
-    if (!valid_utf8(text)) error(0, "not valid UTF-8");
+    if (!valid_utf8(text)) error(0, "not valid UTF-8 (F5)");
 
     const auto first = lines.next();
     std::size_t count = 0;
@@ -421,7 +634,9 @@ class file_checker {
         error(lines.number + (line ? 0 : 1), fmt::format("{} function lines announced, {} found", count, i));
         return std::nullopt;
       }
-      if (auto function = function_of(*line, lines.number)) result.functions.push_back(std::move(*function));
+      check_line_length(*line, lines.number);
+      if (auto function = function_of(*line, lines.number, i == 0))
+        result.functions.push_back(std::move(*function));
     }
     const auto aggregates = lines.next();
     if (!aggregates || *aggregates != "0 aggregates") {
@@ -449,6 +664,7 @@ class file_checker {
           error(lines.number + 1, fmt::format("{} user events announced, {} found", *event_count, i));
           return std::nullopt;
         }
+        check_line_length(*line, lines.number);
         if (auto event = user_event_of(*line, lines.number)) result.user_events.push_back(std::move(*event));
       }
       if (lines.next()) error(lines.number, "text after the user events");
@@ -465,8 +681,21 @@ class file_checker {
                                  : fmt::format("{}:{}: {}", name_, line, what));
   }
 
+  void check_line_length(std::string_view line, std::size_t number) {
+    if (line.size() + 2 > pprof_line_buffer)
+      error(number, fmt::format("a line of {} bytes: pprof reads lines into 64 KiB and takes the rest "
+                                "as the next line (F6)",
+                                line.size()));
+  }
+
   void check_metadata(std::string_view block, profile& result) {
-    if (block.find(" #") != std::string_view::npos) error(2, "' #' inside the metadata (M3)");
+    for (std::size_t at = block.find('#'); at != std::string_view::npos; at = block.find('#', at + 1))
+      if (at > 0 && (block[at - 1] == ' ' || block[at - 1] == '\t')) {
+        error(2, "a blank before '#' inside the metadata: hatchet splits the header there (M3)");
+        break;
+      }
+    if (std::any_of(block.begin(), block.end(), [](char c) { return static_cast<unsigned char>(c) >= 0x80; }))
+      error(2, "bytes beyond ASCII in the metadata: ParaProf turns each into a blank (M4)");
     xml_parser parser{block};
     const std::optional<xml_element> root = parser.document();
     if (!root) {
@@ -490,15 +719,44 @@ class file_checker {
       error(2, fmt::format("Metric Name '{}' but line 1 names '{}'", result.metadata.front().second, result.metric));
   }
 
-  std::optional<function_line> function_of(std::string_view line, std::size_t number) {
+  void check_name(std::string_view name, std::size_t number, bool function) {
+    if (has_control_character(name))
+      error(number, fmt::format("'{}': a control character (ParaProf and hatchet end a line at '\\r') (L1)", name));
+    for (const std::string_view component : split(name, path_separator)) {
+      if (const std::string why = blank_error(component); !why.empty())
+        error(number, fmt::format("'{}': {} (L4)", name, why));
+      if (component.find("=>") != std::string_view::npos)
+        error(number, fmt::format("'{}': '=>' inside a name (ParaProf and hatchet take it as a call path) (L8)", name));
+      if (function && component.find(context_separator) != std::string_view::npos)
+        error(number, fmt::format("'{}': ' : ' in a function name (ParaProf splits context events at the last "
+                                  "' : ') (L8)",
+                                  name));
+    }
+  }
+
+  std::optional<function_line> function_of(std::string_view line, std::size_t number, bool first) {
     function_line f;
     std::string_view rest;
     const auto name = quoted_name(line, rest);
     if (!name || name->empty()) {
-      error(number, "expected a quoted, non-empty function name");
+      error(number, "expected a quoted, non-empty function name: ParaProf reads \"\" as a corrupt file and "
+                    "drops the rest of it (L1)");
       return std::nullopt;
     }
     f.name = *name;
+    check_name(f.name, number, true);
+    // ParaProf parses a call path's leaf, then its callers; each alone.
+    for (const std::string_view component : split(f.name, "=>"))
+      if (const std::string why = paraprof_source_link_error(java_trim(component)); !why.empty())
+        error(number, fmt::format("'{}': {}: ParaProf throws when it builds the source link (L5)", f.name, why));
+    if (f.name.find("=>") != std::string::npos) {
+      const std::vector<std::string_view> parts = split(f.name, "=>");
+      std::string_view leaf = parts.back();
+      while (!leaf.empty() && leaf.front() == ' ') leaf.remove_prefix(1);
+      while (!leaf.empty() && leaf.back() == ' ') leaf.remove_suffix(1);
+      if (const std::string why = hatchet_leaf_error(leaf); !why.empty())
+        error(number, fmt::format("'{}': {}: hatchet throws reading it (L7)", f.name, why));
+    }
     // rest: ' <calls> <subrs> <excl> <incl> 0 GROUP="<group>" '
     const std::vector<std::string_view> tokens = split(rest, " ");
     if (tokens.size() != 8 || !tokens[0].empty() || !tokens[7].empty()) {
@@ -516,6 +774,9 @@ class file_checker {
       error(number, fmt::format("'{}': bad columns", f.name));
       return std::nullopt;
     }
+    if (first && (f.name != application || !whole_number(tokens[3]) || !whole_number(tokens[4])))
+      error(number, "the first function line is not '.TAU application' in whole numbers: hatchet reads it "
+                    "with int() (L6)");
     f.calls = *calls;
     f.subroutines = *subroutines;
     f.exclusive = *exclusive;
@@ -534,6 +795,9 @@ class file_checker {
       return std::nullopt;
     }
     e.name = *name;
+    check_name(split(e.name, context_separator)[0], number, false);
+    if (const auto at = e.name.find(context_separator); at != std::string::npos)
+      check_name(std::string_view{e.name}.substr(at + context_separator.size()), number, true);
     const std::vector<std::string_view> tokens = split(rest, " ");
     if (tokens.size() != 6 || !tokens[0].empty()) {
       error(number, fmt::format("'{}': expected ' count max min mean sumsqr' after the name", e.name));
@@ -555,9 +819,12 @@ class file_checker {
     e.sum_of_squares = *sum_of_squares;
     if (!at_most(e.min, e.mean) || !at_most(e.mean, e.max))
       error(number, fmt::format("'{}': not min <= mean <= max ({} {} {}) (U2)", e.name, e.min, e.mean, e.max));
-    const double least = static_cast<double>(e.count) * e.mean * e.mean;
-    if (!at_most(least, e.sum_of_squares))
-      error(number, fmt::format("'{}': sumsqr {} < count * mean^2 = {} (U2)", e.name, e.sum_of_squares, least));
+    const long double least = static_cast<long double>(e.count) * e.mean * e.mean;
+    const bool saturated = e.sum_of_squares == DBL_MAX;
+    if (!saturated && !at_most(static_cast<double>(std::min(least, static_cast<long double>(DBL_MAX))),
+                               e.sum_of_squares))
+      error(number, fmt::format("'{}': sumsqr {} < count * mean^2 = {} (U2)", e.name, e.sum_of_squares,
+                                static_cast<double>(least)));
     return e;
   }
 
@@ -565,6 +832,18 @@ class file_checker {
     std::uint64_t child_calls = 0;  // calls of its child paths
     double child_inclusive = 0.0;
   };
+
+  // M5 and the depth of call paths: TAU_CALLPATH_DEPTH, 0 when absent or bad.
+  std::size_t callpath_depth(const profile& result) {
+    const std::string depth = result.attribute("TAU_CALLPATH_DEPTH");
+    const auto value = unsigned_integer(depth);
+    if (result.attribute("TAU_CALLPATH") != "on" || !value || *value < 2) {
+      error(2, "call paths without TAU_CALLPATH=on and TAU_CALLPATH_DEPTH >= 2 in the metadata: ParaProf "
+               "shows every flat entry again as a root of its call tree (M5)");
+      return 0;
+    }
+    return static_cast<std::size_t>(*value);
+  }
 
   void check_functions(const profile& result) {
     const bool time = result.metric == "TIME";
@@ -576,15 +855,16 @@ class file_checker {
       error(0, "no '.TAU application' entry (L2)");
     else if (root->second->calls != 1)
       error(0, "'.TAU application' has not 1 call (L2)");
+    const auto folded = unsigned_integer(result.attribute("callpath-folded-calls")).value_or(0);
 
     struct leaf_totals {
       std::uint64_t calls = 0, subroutines = 0;
       double exclusive = 0.0, inclusive = 0.0;
-      bool any = false;
     };
     std::unordered_map<std::string, leaf_totals> leaves;
     std::unordered_map<std::string, path_totals> children;  // by parent path
-    bool any_path = false;
+    std::unordered_map<std::string, std::size_t> components;  // by path
+    std::size_t depth = 0;
     for (const function_line& f : result.functions) {
       if (time && (f.exclusive < 0 || !at_most(f.exclusive, f.inclusive)))
         error(0, fmt::format("'{}': not 0 <= excl <= incl ({} {}) (L3)", f.name, f.exclusive, f.inclusive));
@@ -594,12 +874,15 @@ class file_checker {
           error(0, fmt::format("'{}': a flat entry in group {} (P1)", f.name, f.group));
         continue;
       }
-      any_path = true;
+      if (depth == 0 && (depth = callpath_depth(result)) == 0) depth = std::numeric_limits<std::size_t>::max();
       const std::vector<std::string_view> parts = split(f.name, path_separator);
+      components[f.name] = parts.size();
       const std::string leaf{parts.back()};
       const std::string parent{std::string_view{f.name}.substr(0, f.name.size() - leaf.size() - path_separator.size())};
       if (parts.front() != application)
         error(0, fmt::format("'{}': does not start at '.TAU application' (P1)", f.name));
+      if (parts.size() > depth)
+        error(0, fmt::format("'{}': {} names, more than TAU_CALLPATH_DEPTH {} (P1)", f.name, parts.size(), depth));
       const auto flat = by_name.find(leaf);
       if (flat == by_name.end()) {
         error(0, fmt::format("'{}': no flat entry for '{}' (P2)", f.name, leaf));
@@ -610,7 +893,6 @@ class file_checker {
       if (parent != application && by_name.find(parent) == by_name.end())
         error(0, fmt::format("'{}': no entry for its caller path (P2)", f.name));
       leaf_totals& totals = leaves[leaf];
-      totals.any = true;
       totals.calls += f.calls;
       totals.subroutines += f.subroutines;
       totals.exclusive += f.exclusive;
@@ -620,42 +902,57 @@ class file_checker {
       siblings.child_calls += f.calls;
       siblings.child_inclusive += f.inclusive;
     }
-    if (!any_path) return;
+    if (depth == 0) return;  // no call paths
+    std::uint64_t flat_calls_beyond_paths = 0;
     for (const function_line& f : result.functions) {
-      if (f.name.find(path_separator) != std::string::npos) {
-        check_children(f, children);
-        continue;
-      }
-      if (f.name == application) {
-        check_children(f, children);
+      if (f.name == application || f.name.find(path_separator) != std::string::npos) {
+        const auto it = components.find(f.name);
+        check_children(f, children, it != components.end() && it->second == depth, time);
         continue;
       }
       const auto it = leaves.find(f.name);
       if (it == leaves.end()) {
-        error(0, fmt::format("'{}': no call path (P2)", f.name));
+        if (folded == 0) error(0, fmt::format("'{}': no call path (P2)", f.name));
+        flat_calls_beyond_paths += f.calls;  // all its calls were folded
         continue;
       }
       const leaf_totals& t = it->second;
-      if (t.calls != f.calls || t.subroutines != f.subroutines)
-        error(0, fmt::format("'{}': calls/subrs {}/{} but its paths add up to {}/{} (P3)", f.name, f.calls,
-                             f.subroutines, t.calls, t.subroutines));
-      if (!close(t.exclusive, f.exclusive))
-        error(0, fmt::format("'{}': excl {} but its paths add up to {} (P3)", f.name, f.exclusive, t.exclusive));
-      if (!close(t.inclusive, f.inclusive))
-        error(0, fmt::format("'{}': incl {} but its outermost paths add up to {} (P3)", f.name, f.inclusive,
-                             t.inclusive));
+      flat_calls_beyond_paths += f.calls - std::min(f.calls, t.calls);
+      const bool same = t.calls == f.calls && t.subroutines == f.subroutines && close(t.exclusive, f.exclusive) &&
+                        close(t.inclusive, f.inclusive);
+      const bool within = t.calls <= f.calls && t.subroutines <= f.subroutines &&
+                          (!time || (at_most(t.exclusive, f.exclusive) && at_most(t.inclusive, f.inclusive)));
+      if (!(folded == 0 ? same : within))
+        error(0, fmt::format("'{}': calls/subrs/excl/incl {}/{}/{}/{} but its paths add up to {}/{}/{}/{}{} (P3)",
+                             f.name, f.calls, f.subroutines, f.exclusive, f.inclusive, t.calls, t.subroutines,
+                             t.exclusive, t.inclusive, folded == 0 ? "" : " (more than the flat entry)"));
     }
+    if (flat_calls_beyond_paths != folded)
+      error(0, fmt::format("the flat entries have {} calls more than their paths, but callpath-folded-calls is "
+                           "{} (P3)",
+                           flat_calls_beyond_paths, folded));
   }
 
-  void check_children(const function_line& f, const std::unordered_map<std::string, path_totals>& children) {
+  // P4 for one path (or the root); `at_limit`: a path of TAU_CALLPATH_DEPTH names.
+  void check_children(const function_line& f, const std::unordered_map<std::string, path_totals>& children,
+                      bool at_limit, bool time) {
     const auto it = children.find(f.name);
     const path_totals none{};
     const path_totals& c = it == children.end() ? none : it->second;
+    if (at_limit) {
+      if (time && !at_most(f.exclusive, f.inclusive - c.child_inclusive))
+        error(0, fmt::format("'{}': excl {} more than incl {} at the call-path limit (P4)", f.name, f.exclusive,
+                             f.inclusive));
+      return;
+    }
     if (c.child_calls != f.subroutines)
       error(0, fmt::format("'{}': subrs {} but its child paths have {} calls (P4)", f.name, f.subroutines, c.child_calls));
-    if (!close(f.exclusive, f.inclusive - c.child_inclusive))
+    const double expected = f.inclusive - c.child_inclusive;
+    const bool whole_units = f.name == application;  // rounded to whole units (L6)
+    if (whole_units ? std::fabs(f.exclusive - expected) > 1.0 + 1e-9 * std::fabs(f.inclusive)
+                    : !close(f.exclusive, expected))
       error(0, fmt::format("'{}': excl {} but incl {} - child paths' incl {} = {} (P4)", f.name, f.exclusive,
-                           f.inclusive, c.child_inclusive, f.inclusive - c.child_inclusive));
+                           f.inclusive, c.child_inclusive, expected));
   }
 
   void check_user_events(const profile& result) {
@@ -670,6 +967,10 @@ class file_checker {
     for (const user_event_line& e : result.user_events) {
       const std::size_t at = e.name.find(context_separator);
       if (at == std::string::npos) continue;
+      if (e.name.rfind(context_separator) != at) {
+        error(0, fmt::format("context event '{}': more than one ' : ' (ParaProf splits at the last) (U3)", e.name));
+        continue;
+      }
       const std::string event = e.name.substr(0, at);
       const std::string path = e.name.substr(at + context_separator.size());
       if (by_name.find(event) == by_name.end())
