@@ -80,6 +80,13 @@ void message(fmt::format_string<Args...> format, Args&&... args) noexcept {
   }
 }
 
+// An empty or blank name would vanish (or break a reader: ParaProf drops the
+// rest of a TAU file at an empty name): every backend gets one visible placeholder.
+std::string visible_name(std::string name) {
+  if (name.find_first_not_of(" \t\n\r\v\f") == std::string::npos) return "(unnamed)";
+  return name;
+}
+
 std::string read_file(const char* path) {
   std::ifstream in{path, std::ios::binary};
   return std::string{std::istreambuf_iterator<char>{in}, std::istreambuf_iterator<char>{}};
@@ -681,7 +688,8 @@ const name_info* runtime_state::name_of(session& s, const site* record_site) {
   if (!info) {
     const auto text = [](const char* p) { return p != nullptr ? std::string{p} : std::string{}; };
     info = std::make_unique<name_info>(name_info{static_cast<std::uint32_t>(s.names.size() - 1),
-                                                 text(record_site->name), text(record_site->domain),
+                                                 visible_name(text(record_site->name)),
+                                                 text(record_site->domain),
                                                  text(record_site->function),
                                                  text(record_site->file), record_site->line});
   }
@@ -712,7 +720,7 @@ void runtime_state::set_metadata(std::string_view key, metadata_value value) {
 
 std::uint64_t runtime_state::register_object(std::string_view name, const void* address,
                                              std::size_t bytes, memory_kind memory, int device) {
-  const data_object_info object{next_object_id_.fetch_add(1), std::string{name},
+  const data_object_info object{next_object_id_.fetch_add(1), visible_name(std::string{name}),
                                 reinterpret_cast<std::uintptr_t>(address), bytes, memory, device};
   data_object_map::insert_result result;
   std::string overlapped;
