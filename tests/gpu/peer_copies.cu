@@ -180,6 +180,11 @@ int main() {
           CHECK_CUDA(cudaMemcpy(to_address, from_address, bytes, cudaMemcpyDefault));
           break;
       }
+      // A copy between devices may return before it is done, and the readback
+      // runs on the other device's stream: wait on both.
+      CHECK_CUDA(cudaDeviceSynchronize());
+      CHECK_CUDA(cudaSetDevice(destination.device));
+      CHECK_CUDA(cudaDeviceSynchronize());
     }
     offset += bytes;
     copies.push_back({region, call_name(call), from, destination.device, bytes, "PtoP",
