@@ -193,6 +193,18 @@ TEST_CASE("fork: the child never writes into the parent's trace") {
       CHECK(count(report, "child") == (parent ? 0u : 1u));
     }
   }
+  SUBCASE("children whose two threads start recording at once lose nothing") {
+    const auto result = run("fork-two-threads", {{"FERRET_BACKEND", "chrome"}, {"FERRET_OUTPUT", "t-%p"}});
+    CHECK(result.exit_code == 0);
+    const auto files = result.files();
+    REQUIRE(files.size() == 21);
+    for (const auto& file : files) {
+      if (file.filename() == "t-" + std::to_string(result.pid) + ".json") continue;
+      const auto report = checked(file);
+      CHECK_MESSAGE(count(report, "work") == 4000, file);
+      CHECK(report.metadata.at("events-dropped") == 0);
+    }
+  }
   SUBCASE("a child that only execs leaves no output") {
     const auto result = run("fork-exec", {{"FERRET_BACKEND", "chrome"}, {"FERRET_OUTPUT", "t-%p"}});
     CHECK(result.exit_code == 0);

@@ -39,10 +39,17 @@ const void* origin_of(thread_buffer** slot) {
 thread_state* runtime_state::bind(thread_buffer** slot) {
   session* s = current_.load(std::memory_order_acquire);
   if (s == nullptr && restart_on_first_event_.load()) {
+    // A fork child's first event. The claim is cleared only once the session
+    // is published, so that another thread's first event waits here for it
+    // rather than finding neither a session nor a claim.
     std::lock_guard lock{init_mutex_};
-    if (restart_on_first_event_.exchange(false)) start_session();
-    s = current_.load(std::memory_order_acquire);
+    if (restart_on_first_event_.load() && current_.load() == nullptr) {
+      const bool started = start_session();
+      restart_on_first_event_.store(false);
+      if (!started) publish_mode();  // recording off again
+    }
   }
+  if (s == nullptr) s = current_.load(std::memory_order_acquire);
   if (s == nullptr || s->finished.load(std::memory_order_relaxed)) return nullptr;
   if (*slot == &g_retired_buffer || (t_exiting && t_state == nullptr)) {
     s->dropped_late.fetch_add(1, std::memory_order_relaxed);
