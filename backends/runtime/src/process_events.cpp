@@ -145,16 +145,23 @@ void runtime_state::fork_child() {
   }
   g_signal_session.store(nullptr);
   g_process_start_ns = monotonic_raw_ns();
-  const std::string& output = config_.output;
-  const bool per_process = output.find("%p") != std::string::npos || output.back() == '/' ||
-                           is_directory(output);
-  if (per_process) {
-    restart_on_first_event_.store(true);
-  } else if (config_.verbose >= 2) {
-    message("fork child {} is not traced: FERRET_OUTPUT='{}' names one file for all processes "
-            "(put %p in it to trace children)",
-            getpid(), output);
+  // A directory that the parent's own outputs created (an OTF2 archive, a TAU
+  // profile) is no place for the child's: only one FERRET_OUTPUT named counts.
+  const std::string output = config_.output;
+  if (output.find("%p") == std::string::npos && !output_was_directory_) {
+    // One name for all processes: the child's outputs go beside the parent's,
+    // with its pid added (run.json: run-<pid>.json).
+    const auto slash = output.rfind('/');
+    const auto dot = output.rfind('.');
+    const bool has_extension =
+        dot != std::string::npos && dot > 0 && (slash == std::string::npos || dot > slash + 1);
+    config_.output = has_extension ? output.substr(0, dot) + "-%p" + output.substr(dot) : output + "-%p";
+    if (config_.verbose >= 2)
+      message("fork child {}: FERRET_OUTPUT='{}' names one output for all processes; the child "
+              "writes to '{}'",
+              getpid(), output, config_.output);
   }
+  restart_on_first_event_.store(true);
   publish_mode();
 }
 

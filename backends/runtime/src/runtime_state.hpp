@@ -304,6 +304,9 @@ class runtime_state {
   // that only exec() leave no empty output behind.
   std::atomic<bool> restart_on_first_event_{false};
   std::atomic<bool> recording_requested_{true};
+  // FERRET_OUTPUT named a directory before the session wrote into it: fork
+  // children then write there too (see fork_child).
+  bool output_was_directory_ = false;
 
   std::mutex flags_mutex_;
   std::vector<std::atomic<std::uint8_t>*> flags_;
