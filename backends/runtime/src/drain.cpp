@@ -1,0 +1,266 @@
+// drain.cpp — draining the per-thread buffers and delivering records, data
+// objects, GPU activity and metadata to the backends.
+
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "runtime_state.hpp"
+
+namespace ferret::runtime::internal {
+
+void runtime_state::drain(session& s, bool final) {
+  std::lock_guard lock{s.drain_mutex};
+  // After the final drain the backends are closed: a writer racing exit()
+  // must not reach them again.
+  if (s.closed) return;
+  t_in_drain = true;
+  drain_locked(s, final);
+  t_in_drain = false;
+  if (final) s.closed = true;
+}
+
+bool runtime_state::drain_thread(session& s, thread_state& state) {
+  std::vector<chunk*> chunks;
+  event* published = nullptr;
+  bool retired = false;
+  std::string name;
+  {
+    std::lock_guard lock{state.mutex};
+    // A loop rather than assign(): g++ 12 -O3 warns falsely (-Wnonnull) on
+    // assigning a deque's range to a vector.
+    chunks.reserve(state.chunks.size());
+    for (chunk* c : state.chunks) chunks.push_back(c);
+    published = state.pos.load(std::memory_order_acquire);
+    retired = state.retired;
+    name = state.name;
+  }
+  const thread_info thread{s.info.pid, state.tid, name, state.is_main};
+  if (state.context == nullptr) state.context = s.contexts.root();
+  for (std::size_t i = 0; i < chunks.size(); ++i) {
+    const chunk& c = *chunks[i];
+    const bool current = i + 1 == chunks.size() && !retired;
+    const event* from = (i == 0 && state.drained != nullptr) ? state.drained : c.begin;
+    const event* to = current ? published : c.filled;
+    s.scratch.clear();
+    while (from < to) {
+      const std::uint64_t word = from->word;
+      const auto* record_site = reinterpret_cast<const site*>(word & ~std::uint64_t{detail::kind_mask});
+      const std::uint64_t raw = (std::uint64_t{from->time_hi} << 32) | from->time_lo;
+      record r{s.clock.to_ns(raw), record_kind::mark, name_of(s, record_site), 0.0};
+      switch (word & detail::kind_mask) {
+        case detail::kind_begin:
+          r.kind = record_kind::region_begin;
+          state.context = s.contexts.enter(state.context, r.name);
+          state.call_stack = nullptr;
+          break;
+        case detail::kind_end:
+          r.kind = record_kind::region_end;
+          state.context = context_tree::leave(state.context, r.name);
+          state.call_stack = nullptr;
+          break;
+        case detail::kind_mark: r.kind = record_kind::mark; break;
+        case detail::kind_counter:
+          r.kind = record_kind::counter;
+          if (from + 1 < to) std::memcpy(&r.value, &from[1].word, sizeof r.value);
+          ++from;
+          break;
+        case detail::kind_correlation:
+          // Not a record for the backends: it ties GPU work to this context.
+          if (from + 1 < to)
+            s.launches.record(from[1].word, state.tid, r.time_ns, launch_context(s, state), s.cycle);
+          from += 2;
+          continue;
+        case detail::kind_call_stack:
+          // Neither: context for the correlation that follows.
+          if (from + 1 < to) state.call_stack = reinterpret_cast<const detail::call_stack*>(from[1].word);
+          from += 2;
+          continue;
+        default: break;
+      }
+      ++from;
+      s.scratch.push_back(r);
+    }
+    s.recorded += s.scratch.size();
+    if (!s.scratch.empty())
+      for (auto& out : s.backends) out->thread_records(thread, s.scratch.data(), s.scratch.size());
+  }
+  std::lock_guard lock{state.mutex};
+  const std::size_t consumed = retired ? chunks.size() : (chunks.empty() ? 0 : chunks.size() - 1);
+  for (std::size_t i = 0; i < consumed; ++i) {
+    s.give_back(state.chunks.front());
+    state.chunks.pop_front();
+  }
+  state.drained = retired ? nullptr : published;
+  return retired;
+}
+
+// The calling context of GPU work launched by the API call open on the
+// thread: the thread's regions, then the interpreted frames written inside the
+// call (Python), then the call itself. The frames are context for the GPU work
+// only: the thread's own context (its host regions) stays as it was.
+const context_node* runtime_state::launch_context(session& s, thread_state& state) {
+  const detail::call_stack* stack = std::exchange(state.call_stack, nullptr);
+  const context_node* call = state.context;
+  if (stack == nullptr) return call;
+  const bool in_call = call->parent != nullptr;
+  const context_node* at = in_call ? call->parent : call;
+  for (std::uint32_t i = 0; i < stack->depth; ++i)
+    at = s.contexts.enter(at, name_of(s, stack->frames[i]));
+  return in_call ? s.contexts.enter(at, call->name) : at;
+}
+
+void runtime_state::deliver_objects(session& s) {
+  std::vector<pending_object_event> objects;
+  {
+    std::lock_guard lock{s.pending_mutex};
+    objects.swap(s.pending_objects);
+  }
+  for (pending_object_event& pending : objects) {
+    if (pending.change == data_object_change::registered) {
+      if (pending.correlation != 0) {
+        // Not matched: the allocating call was not drained (recording paused).
+        const std::optional<gpu_launch> launch = s.launches.find(pending.correlation, s.cycle);
+        pending.object.allocated_in = launch ? launch->context : s.contexts.root();
+        pending.object.name = allocation_name(pending.api, pending.object.allocated_in);
+      }
+      s.objects.registered(pending.object);
+    } else if (const data_object_info* known = s.objects.find(pending.object.id)) {
+      pending.object = *known;  // the name the registration was announced with
+      s.objects.released(pending.object.id, s.cycle);
+    }
+    const data_object_event change{s.clock.to_ns(pending.raw_time), pending.change, pending.tid,
+                                   &pending.object};
+    for (auto& out : s.backends) out->data_object(change);
+  }
+}
+
+void runtime_state::deliver_gpu_activity(session& s) {
+  for (const gpu_device_info& device : s.gpu_devices)
+    for (auto& out : s.backends) out->gpu_device(device);
+  s.gpu_devices.clear();
+  for (gpu_activity& activity : s.gpu_batch) {
+    activity.start_ns -= s.info.start_monotonic_raw_ns;
+    activity.end_ns -= s.info.start_monotonic_raw_ns;
+    if (activity.launch.correlation == 0) {
+      // Not started by an API call (e.g. the static memory of a module the
+      // driver loads): there is no launch to find.
+      ++s.gpu_without_call;
+    } else if (const std::optional<gpu_launch> launch =
+                   s.launches.find(activity.launch.correlation, s.cycle)) {
+      activity.launch = *launch;
+    } else if (++s.gpu_without_launch <= 5 && s.config.verbose >= 2) {
+      message("GPU {} without a launch seen: correlation {}, device {}, stream {}, {} bytes",
+              to_string(activity.operation), activity.launch.correlation, activity.device,
+              activity.stream, activity.bytes);
+    }
+    activity.source_object =
+        activity.source_object_id != 0 ? s.objects.find(activity.source_object_id) : nullptr;
+    activity.destination_object =
+        activity.destination_object_id != 0 ? s.objects.find(activity.destination_object_id) : nullptr;
+  }
+  s.gpu_operations += s.gpu_batch.size();
+  if (!s.gpu_batch.empty())
+    for (auto& out : s.backends) out->gpu_activities(s.gpu_batch.data(), s.gpu_batch.size());
+  s.gpu_batch.clear();
+  s.launches.evict(s.cycle);
+  s.objects.evict(s.cycle);
+}
+
+void runtime_state::drain_locked(session& s, bool final) {
+  ++s.cycle;
+  s.clock.add_sync_point();
+
+  // Collectors first: every operation they hand over was launched before
+  // this point, so its launch is among the events drained below.
+  std::vector<collector*> collectors;
+  {
+    std::lock_guard lock{collectors_mutex_};
+    collectors = collectors_;
+  }
+  for (collector* source : collectors) source->collect(s.gpu_batch, s.gpu_devices, final);
+
+  std::vector<thread_state*> threads;
+  {
+    std::lock_guard lock{s.threads_mutex};
+    threads = s.threads;
+  }
+  for (thread_state* state : threads) {
+    if (!drain_thread(s, *state)) continue;
+    // Retired and emptied: nobody refers to it any more.
+    {
+      std::lock_guard lock{s.threads_mutex};
+      s.threads.erase(std::find(s.threads.begin(), s.threads.end(), state));
+    }
+    delete state;
+  }
+  deliver_objects(s);
+  deliver_gpu_activity(s);
+
+  metadata_list runtime_metadata{
+      {"buffer-bytes", static_cast<std::int64_t>(s.config.buffer_bytes)},
+      {"flush-interval-ms", static_cast<std::int64_t>(s.config.flush_interval_ms)},
+      {"events-dropped-buffer-full", static_cast<std::int64_t>(s.dropped_full.load())},
+      {"events-dropped-after-thread-exit", static_cast<std::int64_t>(s.dropped_late.load())},
+      {"data-objects-refused", static_cast<std::int64_t>(objects_refused_.load())},
+  };
+  if (const double hz = s.clock.ticks_per_second(); hz > 0)
+    runtime_metadata.insert(runtime_metadata.begin(), {"clock-ticks-per-second", hz});
+  {
+    std::lock_guard lock{metadata_mutex_};
+    runtime_metadata.insert(runtime_metadata.end(), process_metadata_.begin(),
+                            process_metadata_.end());
+  }
+  if (!collectors.empty()) {
+    runtime_metadata.emplace_back("gpu-operations", static_cast<std::int64_t>(s.gpu_operations));
+    runtime_metadata.emplace_back("gpu-operations-without-launch",
+                                  static_cast<std::int64_t>(s.gpu_without_launch));
+    runtime_metadata.emplace_back("gpu-operations-without-api-call",
+                                  static_cast<std::int64_t>(s.gpu_without_call));
+    for (collector* source : collectors) source->add_metadata(runtime_metadata);
+  }
+  if (final) s.final_metadata = runtime_metadata;
+  metadata_list user_metadata;
+  {
+    std::lock_guard lock{metadata_mutex_};
+    user_metadata = user_metadata_;
+  }
+  const session_status status{&runtime_metadata, &user_metadata, s.recorded, s.dropped(), final};
+  for (auto& out : s.backends) out->flush(status);
+}
+
+void runtime_state::drainer_loop(session& s) {
+  // Terminal signals go to application threads, whose handler waits for us.
+  sigset_t blocked;
+  sigemptyset(&blocked);
+  sigaddset(&blocked, SIGINT);
+  sigaddset(&blocked, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &blocked, nullptr);
+  pthread_setname_np(pthread_self(), "ferret-drain");
+
+  const int timeout = s.config.flush_interval_ms == 0 ? -1 : static_cast<int>(s.config.flush_interval_ms);
+  while (!s.stopping.load()) {
+    pollfd wake{s.wake_pipe[0], POLLIN, 0};
+    poll(&wake, 1, timeout);
+    char bytes[64];
+    while (::read(s.wake_pipe[0], bytes, sizeof bytes) > 0) {
+    }
+    if (g_signal_pending.load()) {
+      finish(true);
+      g_signal_flush_done.store(true);
+      return;
+    }
+    if (s.stopping.load()) return;
+    drain(s, false);
+  }
+}
+
+void runtime_state::flush() {
+  if (session* s = current_.load(std::memory_order_acquire); s != nullptr && !s->finished && !t_in_drain)
+    drain(*s, false);
+}
+
+}  // namespace ferret::runtime::internal

@@ -1,0 +1,156 @@
+// process_events.cpp — the process lifecycle: exit, terminating signals, fork.
+
+#include <signal.h>
+#include <time.h>
+
+#include "runtime_state.hpp"
+
+namespace ferret::runtime::internal {
+
+std::atomic<bool> g_signal_pending{false};
+std::atomic<bool> g_signal_flush_done{false};
+std::atomic<session*> g_signal_session{nullptr};
+
+// Best effort: the drainer thread writes the output (a handler cannot safely
+// allocate or lock); the handler waits a bounded time, then lets the signal
+// take its default action.
+void on_terminate_signal(int signal_number) {
+  const int saved_errno = errno;
+  if (!g_signal_pending.exchange(true)) {
+    if (session* s = g_signal_session.load()) s->wake();
+    for (int waited_ms = 0; waited_ms < 5000 && !g_signal_flush_done.load(); waited_ms += 5) {
+      const timespec pause{0, 5'000'000};
+      nanosleep(&pause, nullptr);
+    }
+  }
+  errno = saved_errno;
+  ::signal(signal_number, SIG_DFL);
+  ::raise(signal_number);
+}
+
+void install_signal_handlers() {
+  for (const int signal_number : {SIGINT, SIGTERM}) {
+    struct sigaction current{};
+    if (sigaction(signal_number, nullptr, &current) != 0) continue;
+    // Never replace the application's own handler.
+    if (current.sa_handler != SIG_DFL || (current.sa_flags & SA_SIGINFO) != 0) continue;
+    struct sigaction handler{};
+    handler.sa_handler = on_terminate_signal;
+    sigemptyset(&handler.sa_mask);
+    handler.sa_flags = SA_RESTART;
+    sigaction(signal_number, &handler, nullptr);
+  }
+}
+
+void runtime_state::report(session& s) {
+  if (s.config.verbose >= 1)
+    for (auto& out : s.backends) message("{}", out->describe());
+  if (const std::uint64_t lost = s.dropped(); lost > 0)
+    message("{} events were dropped: {} with the buffers full (raise FERRET_BUFFER_SIZE, now {} "
+            "bytes), {} after their thread had exited",
+            lost, s.dropped_full.load(), s.config.buffer_bytes, s.dropped_late.load());
+  // Collectors' losses (e.g. records CUPTI dropped) and unattributed GPU work.
+  for (const auto& [key, value] : s.final_metadata) {
+    const auto* count = std::get_if<std::int64_t>(&value);
+    if (count != nullptr && *count > 0 &&
+        (key.find("dropped") != std::string::npos || key == "gpu-operations-without-launch") &&
+        key.rfind("events-dropped", 0) != 0)
+      message("{}: {}", key, *count);
+  }
+}
+
+void runtime_state::finish(bool from_drainer) {
+  session* s = current_.load(std::memory_order_acquire);
+  if (s == nullptr || s->finished.exchange(true)) return;
+  if (!from_drainer) g_signal_session.store(nullptr);
+  publish_mode();
+  s->stopping.store(true);
+  s->wake();
+  if (!from_drainer && s->drainer.joinable()) s->drainer.join();
+  drain(*s, true);
+  report(*s);
+}
+
+void runtime_state::join_process_group(process_group& group) {
+  {
+    std::lock_guard lock{metadata_mutex_};
+    const std::string paradigm{group.paradigm()};
+    process_metadata_ = {{paradigm + "-rank", static_cast<std::int64_t>(group.rank())},
+                         {paradigm + "-size", static_cast<std::int64_t>(group.size())}};
+  }
+  session* s = current_.load(std::memory_order_acquire);
+  if (s == nullptr || s->finished.load()) return;
+  std::lock_guard lock{s->drain_mutex};  // backends' calls are serialised
+  if (s->closed) return;
+  for (auto& out : s->backends) out->join_process_group(group);
+}
+
+// ---------------------------------------------------------------------------
+// fork(): the child must neither write the parent's buffered events nor touch
+// its output. Locks are taken around fork so the child sees consistent state.
+
+void runtime_state::fork_prepare() {
+  init_mutex_.lock();
+  if (session* s = current_.load()) {
+    s->drain_mutex.lock();
+    s->threads_mutex.lock();
+    s->pending_mutex.lock();
+    s->pool_mutex.lock();
+  }
+  objects_mutex_.lock();
+  sites_mutex_.lock();
+  flags_mutex_.lock();
+  metadata_mutex_.lock();
+}
+
+void runtime_state::fork_parent() {
+  metadata_mutex_.unlock();
+  flags_mutex_.unlock();
+  sites_mutex_.unlock();
+  objects_mutex_.unlock();
+  if (session* s = current_.load()) {
+    s->pool_mutex.unlock();
+    s->pending_mutex.unlock();
+    s->threads_mutex.unlock();
+    s->drain_mutex.unlock();
+  }
+  init_mutex_.unlock();
+}
+
+void runtime_state::fork_child() {
+  metadata_mutex_.unlock();
+  flags_mutex_.unlock();
+  sites_mutex_.unlock();
+  objects_mutex_.unlock();
+  init_mutex_.unlock();
+  session* parent = current_.exchange(nullptr);
+  if (parent == nullptr) return;
+  abandoned_.push_back(parent);
+  // The parent's session is abandoned as it is (its drainer does not exist here).
+  for (auto& out : parent->backends) out->abandon();
+  {
+    std::lock_guard lock{collectors_mutex_};
+    for (collector* source : collectors_) source->abandon();
+    collectors_.clear();
+  }
+  if (t_state != nullptr) {
+    for (thread_buffer** slot : t_state->slots) *slot = &g_rebind_buffer;
+    t_state = nullptr;
+    t_owner = nullptr;
+  }
+  g_signal_session.store(nullptr);
+  g_process_start_ns = monotonic_raw_ns();
+  const std::string& output = config_.output;
+  const bool per_process = output.find("%p") != std::string::npos || output.back() == '/' ||
+                           is_directory(output);
+  if (per_process) {
+    restart_on_first_event_.store(true);
+  } else if (config_.verbose >= 2) {
+    message("fork child {} is not traced: FERRET_OUTPUT='{}' names one file for all processes "
+            "(put %p in it to trace children)",
+            getpid(), output);
+  }
+  publish_mode();
+}
+
+}  // namespace ferret::runtime::internal

@@ -1,0 +1,137 @@
+// recording.cpp — the slow path of writing: binding a thread to the session, switching
+// chunks, retiring exited threads, pausing.
+
+#include <pthread.h>
+
+#include "runtime_state.hpp"
+
+namespace ferret::runtime::internal {
+
+// Slots of exited threads point here: pos == end sends late events to the
+// slow path, which counts them instead of writing into a retired buffer.
+thread_buffer g_retired_buffer{};
+// Slots of a fork child's thread point here until it records again.
+thread_buffer g_rebind_buffer{};
+
+// Trivially destructible, so still readable while the thread's TLS
+// destructors run.
+thread_local thread_state* t_state = nullptr;
+thread_local bool t_exiting = false;
+thread_local bool t_in_drain = false;
+
+thread_local session* t_owner = nullptr;
+
+thread_local thread_exit_hook t_exit_hook;
+
+thread_state* runtime_state::bind(thread_buffer** slot) {
+  session* s = current_.load(std::memory_order_acquire);
+  if (s == nullptr && restart_on_first_event_.load()) {
+    std::lock_guard lock{init_mutex_};
+    if (restart_on_first_event_.exchange(false)) start_session();
+    s = current_.load(std::memory_order_acquire);
+  }
+  if (s == nullptr || s->finished.load(std::memory_order_relaxed)) return nullptr;
+  if (*slot == &g_retired_buffer || (t_exiting && t_state == nullptr)) {
+    s->dropped_late.fetch_add(1, std::memory_order_relaxed);
+    return nullptr;
+  }
+  if (t_state != nullptr && t_owner == s) {
+    if (*slot != t_state) {
+      t_state->slots.push_back(slot);
+      *slot = t_state;
+    }
+    return t_state;
+  }
+  auto* state = new thread_state;
+  state->tid = current_tid();
+  state->is_main = state->tid == s->info.pid;
+  // A name the application gave the thread (pthread_setname_np) is the
+  // default; a thread that only inherited the executable's name has none.
+  char os_name[16] = {};
+  if (!state->is_main && pthread_getname_np(pthread_self(), os_name, sizeof os_name) == 0 &&
+      std::string_view{os_name} != std::string_view{s->info.executable}.substr(0, 15))
+    state->name = os_name;
+  state->slots.push_back(slot);
+  {
+    std::lock_guard lock{s->threads_mutex};
+    s->threads.push_back(state);
+  }
+  t_exit_hook.armed = true;  // registers the TLS destructor
+  t_state = state;
+  t_owner = s;
+  *slot = state;
+  return state;
+}
+
+bool runtime_state::switch_chunk(session& s, thread_state& state) {
+  const auto now = std::chrono::steady_clock::now();
+  if (now < state.starved_until) return false;
+  chunk* fresh = s.take_chunk();
+  // The bound is reached: empty the buffers into the backends rather than
+  // grow, for as long as draining frees chunks (other threads may take the
+  // freed ones first). The writer then runs at the backends' pace.
+  while (fresh == nullptr && !t_in_drain) {
+    const std::uint64_t returned_before = s.chunks_returned.load();
+    drain(s, false);
+    fresh = s.take_chunk();
+    if (fresh == nullptr && s.chunks_returned.load() == returned_before) break;
+  }
+  if (fresh == nullptr) {
+    // Every chunk is some thread's current one: drop for a while rather than
+    // drain on every event.
+    state.starved_until = now + std::chrono::milliseconds{10};
+    if (!s.warned_full.exchange(true))
+      message("event buffers are full (FERRET_BUFFER_SIZE={} bytes, every chunk held by a "
+              "thread); dropping events, which will be counted",
+              s.config.buffer_bytes);
+    return false;
+  }
+  std::lock_guard lock{state.mutex};
+  if (!state.chunks.empty()) state.chunks.back()->filled = state.pos.load(std::memory_order_relaxed);
+  state.chunks.push_back(fresh);
+  state.pos.store(fresh->begin, std::memory_order_release);
+  state.capacity_end = fresh->capacity_end;
+  state.end = s.clock.hot_path_stamps() ? state.capacity_end : fresh->begin;
+  return true;
+}
+
+void runtime_state::write(thread_buffer** slot, std::uint64_t word, std::uint64_t extra,
+                          unsigned slots) {
+  thread_state* state = bind(slot);
+  if (state == nullptr || !recording_requested_.load(std::memory_order_relaxed)) return;
+  session& s = *t_owner;
+  event* at = state->pos.load(std::memory_order_relaxed);
+  if (static_cast<std::size_t>(state->capacity_end - at) < slots) {
+    if (!switch_chunk(s, *state)) {
+      s.dropped_full.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    at = state->pos.load(std::memory_order_relaxed);
+  }
+  const std::uint64_t raw = s.clock.read();
+  at->time_lo = static_cast<std::uint32_t>(raw);
+  at->time_hi = static_cast<std::uint32_t>(raw >> 32);
+  at->word = word;
+  if (slots == 2) at[1] = event{0, 0, extra};
+  state->pos.store(at + slots, std::memory_order_release);
+  // Without a hot-path clock, keep end == pos so every event comes here.
+  state->end = s.clock.hot_path_stamps() ? state->capacity_end : at + slots;
+}
+
+void runtime_state::retire(thread_state& state) {
+  // The main thread's buffer stays open: static destructors run after its
+  // TLS destructors and may still annotate; the exit drain takes it.
+  if (state.is_main) return;
+  for (thread_buffer** slot : state.slots) *slot = &g_retired_buffer;
+  t_state = nullptr;
+  std::lock_guard lock{state.mutex};
+  if (!state.chunks.empty()) state.chunks.back()->filled = state.pos.load(std::memory_order_relaxed);
+  state.retired = true;
+}
+
+void runtime_state::set_recording(bool on) {
+  recording_requested_.store(on);
+  publish_mode();
+}
+
+}  // namespace ferret::runtime::internal
