@@ -41,7 +41,7 @@ TEST_CASE("settings: defaults") {
   CHECK(s->output == "ferret-%e-%p");
   CHECK(s->buffer_bytes == 8u << 20);
   CHECK(s->flush_interval_ms == 200);
-  CHECK(s->signal_wait_ms == 5000);
+  CHECK(s->signal_wait_ms == 4000);
   CHECK(s->clock == clock_choice::automatic);
   CHECK(s->verbose == 1);
 }

@@ -15,7 +15,7 @@ std::atomic<session*> g_signal_session{nullptr};
 
 namespace {
 
-std::atomic<int> g_signal_wait_ms{5000};  // FERRET_SIGNAL_WAIT
+std::atomic<int> g_signal_wait_ms{4000};  // FERRET_SIGNAL_WAIT
 std::atomic<int> g_signal_number{0};
 
 void write_stderr(const char* text) noexcept {
@@ -25,23 +25,28 @@ void write_stderr(const char* text) noexcept {
 }  // namespace
 
 // Best effort: the drainer thread writes the output (a handler cannot safely
-// allocate or lock); the handler waits FERRET_SIGNAL_WAIT, then lets the
-// signal take its default action. Drains stop delivering events at 3/4 of the
-// wait (counting what they leave), so that the outputs can still be closed.
+// allocate or lock); the handler waits, then lets the signal take its default
+// action. Drains deliver events for FERRET_SIGNAL_WAIT and then stop, counting
+// what they leave, so that the outputs can still be closed in the second the
+// handler adds for that.
+constexpr int closing_allowance_ms = 1000;
+
 void on_terminate_signal(int signal_number) {
   const int saved_errno = errno;
   if (!g_signal_pending.exchange(true)) {
     const int wait_ms = g_signal_wait_ms.load();
     g_signal_number.store(signal_number);
-    g_signal_write_deadline_ns.store(monotonic_raw_ns() + std::int64_t{wait_ms} * 750'000);
+    // Never 0: that means "no signal".
+    g_signal_write_deadline_ns.store(monotonic_raw_ns() + std::int64_t{wait_ms} * 1'000'000 + 1);
     if (session* s = g_signal_session.load()) s->wake();
-    for (int waited_ms = 0; waited_ms < wait_ms && !g_signal_flush_done.load(); waited_ms += 5) {
+    for (int waited_ms = 0; waited_ms < wait_ms + closing_allowance_ms && !g_signal_flush_done.load();
+         waited_ms += 5) {
       const timespec pause{0, 5'000'000};
       nanosleep(&pause, nullptr);
     }
     if (!g_signal_flush_done.load() && g_signal_session.load() != nullptr)
-      write_stderr("ferret: the outputs were not closed within FERRET_SIGNAL_WAIT; they may be "
-                   "incomplete\n");
+      write_stderr("ferret: the outputs were not closed within FERRET_SIGNAL_WAIT and one more "
+                   "second; they may be incomplete\n");
   }
   errno = saved_errno;
   ::signal(signal_number, SIG_DFL);

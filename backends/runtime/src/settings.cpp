@@ -25,10 +25,11 @@ constexpr setting table[] = {
     {"FERRET_FLUSH_INTERVAL", "milliseconds, 0 to 60000", "200",
      "How often the background thread drains the buffers. 0: only when a buffer fills, at "
      "ferret::flush() and at exit."},
-    {"FERRET_SIGNAL_WAIT", "milliseconds, 0 to 60000", "5000",
-     "How long SIGINT or SIGTERM waits for the outputs to be written before the signal's default "
-     "action. Events not written by then are counted (events-dropped-unwritten-at-signal) and "
-     "reported."},
+    {"FERRET_SIGNAL_WAIT", "milliseconds, 0 to 60000", "4000",
+     "After SIGINT or SIGTERM (when the application has no handler of its own), how long buffered "
+     "events are still written; then the outputs are closed (within one more second) and the "
+     "signal takes its default action. Events not written are counted "
+     "(events-dropped-unwritten-at-signal) and reported."},
     {"FERRET_CLOCK", "auto, tsc or monotonic_raw", "auto",
      "Host clock. auto: the CPU's invariant timestamp counter where the CPU or kernel vouches for "
      "it, else CLOCK_MONOTONIC_RAW. The choice is written in the output's metadata."},
