@@ -22,6 +22,11 @@ void write_stderr(const char* text) noexcept {
   [[maybe_unused]] const ssize_t ignored = ::write(STDERR_FILENO, text, std::strlen(text));
 }
 
+std::string signal_name(int signal_number) {
+  const char* name = sigabbrev_np(signal_number);
+  return name != nullptr ? fmt::format("SIG{}", name) : fmt::format("signal {}", signal_number);
+}
+
 }  // namespace
 
 // Best effort: the drainer thread writes the output (a handler cannot safely
@@ -78,7 +83,7 @@ void runtime_state::report(session& s) {
   if (const std::uint64_t unwritten = s.dropped_unwritten.load(); unwritten > 0)
     message("{} events were not written: {} stopped the program and FERRET_SIGNAL_WAIT={} ms ran "
             "out (events-dropped-unwritten-at-signal in the output's metadata)",
-            unwritten, strsignal(g_signal_number.load()), s.config.signal_wait_ms);
+            unwritten, signal_name(g_signal_number.load()), s.config.signal_wait_ms);
   if (const std::uint64_t waits = s.application_waits.load();
       s.config.verbose >= 2 || (s.config.verbose >= 1 && waits > 0))
     message("application threads waited {} times for a free buffer chunk, {} ns in all "
