@@ -17,6 +17,10 @@ repetitions):
   blocked    the time application threads waited for the runtime
              (application-wait-ns of the verbose exit line) / all regions
   bytes/event  size of the output / events (2 per region); summary writes none
+
+Backends: any FERRET_BACKEND name, and "discard" (benchmarks/discard_backend.cpp,
+compiled in: records counted and dropped, every one checked to arrive), which
+measures the runtime itself, hot path and drain, without an output format.
   peak RSS   of the process (VmHWM at exit, after the exit drain), MB
   instr      instructions of the whole process (every thread, exit included)
              / regions, from valgrind --tool=callgrind on a smaller run
@@ -52,11 +56,14 @@ def compile_programs(name, build_dir, work):
     source_dir = source_dir_of(build_dir)
     lib = os.path.join(build_dir, "lib")
     compiler = os.environ.get("CXX", "c++")
-    common = [compiler, "-std=c++17", "-O2", "-I" + os.path.join(source_dir, "include"), SOURCE, "-pthread"]
+    common = [compiler, "-std=c++17", "-O2", "-I" + os.path.join(source_dir, "include"),
+              "-I" + os.path.join(source_dir, "backends", "runtime", "include"), SOURCE, "-pthread"]
     traced = os.path.join(work, f"sustained-{name}")
     baseline = os.path.join(work, f"sustained-{name}-baseline")
-    subprocess.run(common + ["-DFERRET_RUNTIME_LINKED=1", "-o", traced, "-L" + lib, "-lferret_runtime",
-                             "-Wl,-rpath," + lib], check=True)
+    # With the "discard" backend (records counted and dropped): the runtime's
+    # own cost, hot path and drain, without an output format.
+    subprocess.run(common + [os.path.join(HERE, "..", "discard_backend.cpp"), "-DFERRET_RUNTIME_LINKED=1",
+                             "-o", traced, "-L" + lib, "-lferret_runtime", "-Wl,-rpath," + lib], check=True)
     subprocess.run(common + ["-DFERRET_ENABLED=0", "-o", baseline], check=True)
     return traced, baseline
 
@@ -97,7 +104,7 @@ def measure(program, backend, regions, threads, work):
     describe = f"{program} {backend}, {threads} thread(s)"
     if os.waitstatus_to_exitcode(status) != 0:
         sys.exit(f"{describe} failed ({os.waitstatus_to_exitcode(status)}):\n{stderr}")
-    if "dropped" in stderr:
+    if re.search(r"events were (dropped|not written)", stderr):
         sys.exit(f"{describe} dropped events:\n{stderr}")
     loop = re.search(r"loop (\d+) ns", stdout)
     if loop is None:
@@ -106,7 +113,11 @@ def measure(program, backend, regions, threads, work):
     if peak is None:
         sys.exit(f"{describe}: no peak memory in its output:\n{stdout}")
     output_bytes = tree_bytes(out_dir)
-    if backend not in ("baseline", "summary") and output_bytes == 0:
+    if backend == "discard":
+        received = re.search(r"discard: (\d+) records received", stderr)
+        if received is None or int(received.group(1)) != 2 * (regions // 2 * 2) * threads:
+            sys.exit(f"{describe}: not every event reached the backend:\n{stderr}")
+    elif backend not in ("baseline", "summary") and output_bytes == 0:
         sys.exit(f"{describe} wrote no output:\n{stderr}")
     waited = WAIT_LINE.search(stderr)
     wait_ns = int(waited.group(2)) if waited else None
@@ -149,7 +160,7 @@ def main():
                         help="a configured and built ferret build (repeatable); default: this=build/release")
     parser.add_argument("--regions", type=int, default=2_000_000, help="regions per thread (default 2,000,000)")
     parser.add_argument("--threads", default="1,2")
-    parser.add_argument("--backends", default="chrome,otf2,tau,summary")
+    parser.add_argument("--backends", default="discard,chrome,otf2,tau,summary")
     parser.add_argument("--repetitions", type=int, default=3)
     parser.add_argument("--instructions-regions", type=int, default=200_000,
                         help="regions of the callgrind run (0: no instruction counts)")
@@ -210,7 +221,7 @@ def main():
               f"| {min_median([r[0] for r in runs], per_region)} "
               f"| {min_median([r[1] for r in runs], per_region)} "
               f"| {'0' if backend == 'baseline' else min_median([r[2] for r in runs], 1.0 / (args.regions * count), 2)} "
-              f"| {'—' if backend in ('baseline', 'summary') else min_median([r[3] for r in runs], 1.0 / events)} "
+              f"| {'—' if backend in ('baseline', 'summary', 'discard') else min_median([r[3] for r in runs], 1.0 / events)} "
               f"| {min_median([r[4] for r in runs], 1 / 1024)} "
               f"| {'' if instr is None else f'{instr:.0f}'} |")
 
