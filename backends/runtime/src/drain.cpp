@@ -72,54 +72,70 @@ bool runtime_state::drain_thread(session& s, thread_state& state) {
     const bool current = i + 1 == chunks.size() && !retired;
     const event* from = (i == 0 && state.drained != nullptr) ? state.drained : c.begin;
     const event* to = current ? published : c.filled;
-    s.scratch.clear();
+    // Sized once for a whole chunk: the loop stores records without checks.
+    s.scratch.resize(s.chunk_events);
+    record* const records = s.scratch.data();
+    std::size_t count = 0;
     if (past_signal_deadline()) {
       // A terminating signal's wait is running out: leave time to close the
       // outputs, and count what is not written.
       s.dropped_unwritten.fetch_add(count_records(from, to), std::memory_order_relaxed);
       from = to;
     }
+    // Runs for every event: records are built in place, the common kinds
+    // tested first, the clock's newest segment and the thread's context in
+    // locals.
+    const host_clock::newest_conversion newest = s.clock.newest_segment();
+    const context_node* context = state.context;
+    const detail::call_stack* call_stack = state.call_stack;
     while (from < to) {
       const std::uint64_t word = from->word;
+      const std::uint64_t kind = word & detail::kind_mask;
       const auto* record_site = reinterpret_cast<const site*>(word & ~std::uint64_t{detail::kind_mask});
       const std::uint64_t raw = (std::uint64_t{from->time_hi} << 32) | from->time_lo;
-      record r{s.clock.to_ns(raw), record_kind::mark, name_of(s, record_site), 0.0};
-      switch (word & detail::kind_mask) {
-        case detail::kind_begin:
-          r.kind = record_kind::region_begin;
-          state.context = s.contexts.enter(state.context, r.name);
-          state.call_stack = nullptr;
-          break;
-        case detail::kind_end:
-          r.kind = record_kind::region_end;
-          state.context = context_tree::leave(state.context, r.name);
-          state.call_stack = nullptr;
-          break;
-        case detail::kind_mark: r.kind = record_kind::mark; break;
-        case detail::kind_counter:
-          r.kind = record_kind::counter;
-          if (from + 1 < to) std::memcpy(&r.value, &from[1].word, sizeof r.value);
-          ++from;
-          break;
-        case detail::kind_correlation:
+      if (kind >= detail::kind_correlation) {
+        if (kind == detail::kind_correlation && from + 1 < to) {
           // Not a record for the backends: it ties GPU work to this context.
-          if (from + 1 < to)
-            s.launches.record(from[1].word, state.tid, r.time_ns, launch_context(s, state), s.cycle);
-          from += 2;
-          continue;
-        case detail::kind_call_stack:
+          state.context = context;
+          state.call_stack = call_stack;
+          s.launches.record(from[1].word, state.tid, s.clock.to_ns(raw), launch_context(s, state),
+                            s.cycle);
+          call_stack = state.call_stack;
+        } else if (kind == detail::kind_call_stack && from + 1 < to) {
           // Neither: context for the correlation that follows.
-          if (from + 1 < to) state.call_stack = reinterpret_cast<const detail::call_stack*>(from[1].word);
-          from += 2;
-          continue;
-        default: break;
+          call_stack = reinterpret_cast<const detail::call_stack*>(from[1].word);
+        }
+        from += 2;
+        continue;
+      }
+      const name_info* site_name = s.cached_name(record_site);
+      if (site_name == nullptr) site_name = name_of(s, record_site);
+      record& r = records[count++];
+      r.time_ns = newest.covers(raw) ? newest.to_ns(raw) : s.clock.to_ns(raw);
+      r.name = site_name;
+      r.value = 0.0;
+      if (kind == detail::kind_begin) {
+        r.kind = record_kind::region_begin;
+        context = s.contexts.enter(context, site_name);
+        call_stack = nullptr;
+      } else if (kind == detail::kind_end) {
+        r.kind = record_kind::region_end;
+        context = context_tree::leave(context, site_name);
+        call_stack = nullptr;
+      } else if (kind == detail::kind_mark) {
+        r.kind = record_kind::mark;
+      } else {
+        r.kind = record_kind::counter;
+        if (from + 1 < to) std::memcpy(&r.value, &from[1].word, sizeof r.value);
+        ++from;
       }
       ++from;
-      s.scratch.push_back(r);
     }
-    s.recorded += s.scratch.size();
-    if (!s.scratch.empty())
-      for (auto& out : s.backends) out->thread_records(thread, s.scratch.data(), s.scratch.size());
+    state.context = context;
+    state.call_stack = call_stack;
+    s.recorded += count;
+    if (count > 0)
+      for (auto& out : s.backends) out->thread_records(thread, records, count);
     if (current) {
       state.drained = published;
     } else {
