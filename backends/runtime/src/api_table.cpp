@@ -81,6 +81,12 @@ const detail::runtime_api api_table{
       }
     },
     [](bool on) noexcept { rt().set_recording(on); },
+    [](std::atomic<std::uint8_t>* mode_flag) noexcept {
+      try {
+        rt().detach(mode_flag);
+      } catch (...) {
+      }
+    },
 };
 
 }  // namespace

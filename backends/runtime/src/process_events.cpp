@@ -1,8 +1,11 @@
-// process_events.cpp — the process lifecycle: exit, terminating signals, fork.
+// process_events.cpp — the process lifecycle: exit, terminating signals, fork,
+// shared objects unloaded.
 
+#include <link.h>
 #include <signal.h>
 #include <time.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "runtime_state.hpp"
@@ -174,23 +177,123 @@ void runtime_state::fork_child() {
     collectors_.clear();
   }
   if (t_state != nullptr) {
-    for (thread_buffer** slot : t_state->slots) *slot = &g_rebind_buffer;
+    for (const bound_slot& bound : t_state->slots) *bound.slot = &g_rebind_buffer;
+    t_rebound_slots = t_state->slots;
     t_state = nullptr;
     t_owner = nullptr;
   }
   g_signal_session.store(nullptr);
   g_process_start_ns = monotonic_raw_ns();
-  const std::string& output = config_.output;
-  const bool per_process = output.find("%p") != std::string::npos || output.back() == '/' ||
-                           is_directory(output);
-  if (per_process) {
-    restart_on_first_event_.store(true);
-  } else if (config_.verbose >= 2) {
-    message("fork child {} is not traced: FERRET_OUTPUT='{}' names one file for all processes "
-            "(put %p in it to trace children)",
-            getpid(), output);
+  // A directory that the parent's own outputs created (an OTF2 archive, a TAU
+  // profile) is no place for the child's: only one FERRET_OUTPUT named counts.
+  const std::string output = config_.output;
+  if (output.find("%p") == std::string::npos && !output_was_directory_) {
+    // One name for all processes: the child's outputs go beside the parent's,
+    // with its pid added (run.json: run-<pid>.json).
+    const auto slash = output.rfind('/');
+    const auto dot = output.rfind('.');
+    const bool has_extension =
+        dot != std::string::npos && dot > 0 && (slash == std::string::npos || dot > slash + 1);
+    config_.output = has_extension ? output.substr(0, dot) + "-%p" + output.substr(dot) : output + "-%p";
+    if (config_.verbose >= 2)
+      message("fork child {}: FERRET_OUTPUT='{}' names one output for all processes; the child "
+              "writes to '{}'",
+              getpid(), output, config_.output);
   }
+  restart_on_first_event_.store(true);
   publish_mode();
+}
+
+// ---------------------------------------------------------------------------
+// A shared object unloaded (dlclose): its static destructors call detach()
+// while its memory is still mapped. Afterwards nothing may touch its flag, its
+// thread slots (freed TLS) or the names in its memory.
+
+namespace {
+
+struct address_range {
+  std::uintptr_t low = 0, high = 0;
+};
+
+// The loaded segments of the shared object that holds `address`.
+address_range object_holding(const void* address) {
+  address_range found{};
+  struct search {
+    std::uintptr_t address;
+    address_range* found;
+  } query{reinterpret_cast<std::uintptr_t>(address), &found};
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, std::size_t, void* data) {
+        auto& q = *static_cast<search*>(data);
+        address_range object{UINTPTR_MAX, 0};
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          const ElfW(Phdr)& segment = info->dlpi_phdr[i];
+          if (segment.p_type != PT_LOAD) continue;
+          const std::uintptr_t start = info->dlpi_addr + segment.p_vaddr;
+          object.low = std::min(object.low, start);
+          object.high = std::max(object.high, start + segment.p_memsz);
+        }
+        if (q.address < object.low || q.address >= object.high) return 0;
+        *q.found = object;
+        return 1;
+      },
+      &query);
+  return found;
+}
+
+}  // namespace
+
+void runtime_state::detach(std::atomic<std::uint8_t>* flag) {
+  {
+    std::lock_guard lock{flags_mutex_};
+    flags_.erase(std::remove(flags_.begin(), flags_.end(), flag), flags_.end());
+  }
+  const address_range object = object_holding(flag);
+  if (object.high == 0) return;
+  const auto unloaded = [&](const void* address) {
+    const auto at = reinterpret_cast<std::uintptr_t>(address);
+    return at >= object.low && at < object.high;
+  };
+  {
+    std::lock_guard lock{sites_mutex_};
+    for (auto it = literal_sites_.begin(); it != literal_sites_.end();) {
+      if (unloaded(it->first.first) || unloaded(it->first.second)) {
+        unloaded_sites_.push_back(std::move(it->second));
+        it = literal_sites_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    for (auto it = named_sites_.begin(); it != named_sites_.end();) {
+      if (unloaded(it->first.second)) {
+        unloaded_sites_.push_back(std::move(it->second));
+        it = named_sites_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  session* s = current_.load(std::memory_order_acquire);
+  // At exit, after the final drain, the objects still loaded stay mapped.
+  if (s == nullptr || s->finished.load()) return;
+  // Events name the object's own call-site records: read them now.
+  if (!t_in_drain) {
+    std::lock_guard lock{s->drain_mutex};
+    if (!s->closed) {
+      t_in_drain = true;
+      drain_locked(*s, false);
+      t_in_drain = false;
+    }
+    forget_unloaded_names(*s, object.low, object.high);
+  }
+  std::lock_guard threads_lock{s->threads_mutex};
+  for (thread_state* state : s->threads) {
+    std::lock_guard lock{state->mutex};
+    auto& slots = state->slots;
+    slots.erase(std::remove_if(slots.begin(), slots.end(),
+                               [&](const bound_slot& bound) { return unloaded(bound.origin); }),
+                slots.end());
+  }
 }
 
 }  // namespace ferret::runtime::internal

@@ -20,16 +20,36 @@ thread_local bool t_exiting = false;
 thread_local bool t_in_drain = false;
 
 thread_local session* t_owner = nullptr;
+thread_local std::vector<bound_slot> t_rebound_slots;
 
 thread_local thread_exit_hook t_exit_hook;
+
+namespace {
+
+// What a slot pointed to before the runtime first bound it (see bound_slot).
+const void* origin_of(thread_buffer** slot) {
+  if (*slot != &g_rebind_buffer) return *slot;
+  for (const bound_slot& bound : t_rebound_slots)
+    if (bound.slot == slot) return bound.origin;
+  return *slot;
+}
+
+}  // namespace
 
 thread_state* runtime_state::bind(thread_buffer** slot) {
   session* s = current_.load(std::memory_order_acquire);
   if (s == nullptr && restart_on_first_event_.load()) {
+    // A fork child's first event. The claim is cleared only once the session
+    // is published, so that another thread's first event waits here for it
+    // rather than finding neither a session nor a claim.
     std::lock_guard lock{init_mutex_};
-    if (restart_on_first_event_.exchange(false)) start_session();
-    s = current_.load(std::memory_order_acquire);
+    if (restart_on_first_event_.load() && current_.load() == nullptr) {
+      const bool started = start_session();
+      restart_on_first_event_.store(false);
+      if (!started) publish_mode();  // recording off again
+    }
   }
+  if (s == nullptr) s = current_.load(std::memory_order_acquire);
   if (s == nullptr || s->finished.load(std::memory_order_relaxed)) return nullptr;
   if (*slot == &g_retired_buffer || (t_exiting && t_state == nullptr)) {
     s->dropped_late.fetch_add(1, std::memory_order_relaxed);
@@ -37,7 +57,9 @@ thread_state* runtime_state::bind(thread_buffer** slot) {
   }
   if (t_state != nullptr && t_owner == s) {
     if (*slot != t_state) {
-      t_state->slots.push_back(slot);
+      const bound_slot bound{slot, origin_of(slot)};
+      std::lock_guard lock{t_state->mutex};
+      t_state->slots.push_back(bound);
       *slot = t_state;
     }
     return t_state;
@@ -51,7 +73,7 @@ thread_state* runtime_state::bind(thread_buffer** slot) {
   if (!state->is_main && pthread_getname_np(pthread_self(), os_name, sizeof os_name) == 0 &&
       std::string_view{os_name} != std::string_view{s->info.executable}.substr(0, 15))
     state->name = os_name;
-  state->slots.push_back(slot);
+  state->slots.push_back({slot, origin_of(slot)});
   {
     std::lock_guard lock{s->threads_mutex};
     s->threads.push_back(state);
@@ -154,9 +176,9 @@ void runtime_state::retire(thread_state& state) {
   // The main thread's buffer stays open: static destructors run after its
   // TLS destructors and may still annotate; the exit drain takes it.
   if (state.is_main) return;
-  for (thread_buffer** slot : state.slots) *slot = &g_retired_buffer;
-  t_state = nullptr;
   std::lock_guard lock{state.mutex};
+  for (const bound_slot& bound : state.slots) *bound.slot = &g_retired_buffer;
+  t_state = nullptr;
   if (!state.chunks.empty()) state.chunks.back()->filled = state.pos.load(std::memory_order_relaxed);
   state.retired = true;
 }

@@ -93,6 +93,15 @@ struct chunk {
   event* filled = nullptr;  // end of its events once it stopped being current
 };
 
+// A shared object's thread slot (its t_buffer) bound to a thread's state,
+// and what it pointed to first: the object's own unbound buffer, which tells
+// whose slot it is when that object is unloaded (the slot then lives in freed
+// TLS and must not be written again).
+struct bound_slot {
+  thread_buffer** slot;
+  const void* origin;
+};
+
 // Slots of exited threads point here: pos == end sends late events to the
 // slow path, which counts them instead of writing into a retired buffer.
 extern thread_buffer g_retired_buffer;
@@ -108,11 +117,11 @@ struct thread_state : thread_buffer {
   event* capacity_end = nullptr;  // end of the current chunk (`end` is lower when the
                                   // hot path must not stamp events itself)
   std::chrono::steady_clock::time_point starved_until{};
-  std::vector<thread_buffer**> slots;  // every shared object's slot bound to this state
 
   // Guarded by `mutex` (the owner switching chunks, the drainer reading).
   std::mutex mutex;
   std::deque<chunk*> chunks;  // oldest first; back() is current unless retired
+  std::vector<bound_slot> slots;  // every shared object's slot bound to this state
   std::string name;
   bool retired = false;
 
@@ -130,6 +139,9 @@ struct thread_state : thread_buffer {
 extern thread_local thread_state* t_state;
 extern thread_local bool t_exiting;
 extern thread_local bool t_in_drain;
+// A fork child's slots as the fork left them (pointing to g_rebind_buffer),
+// with their origins, for the child's first bind.
+extern thread_local std::vector<bound_slot> t_rebound_slots;
 
 struct pending_object_event {
   std::uint64_t raw_time;
@@ -190,6 +202,9 @@ struct session {
   // Drainer only (under drain_mutex).
   std::uint64_t recorded = 0;
   std::unordered_map<const site*, std::unique_ptr<name_info>> names;
+  // Names of sites in unloaded shared objects: backends may still hold them,
+  // but a new object mapped at the same address must not find them.
+  std::vector<std::unique_ptr<name_info>> unloaded_names;
   static constexpr std::size_t name_cache_size = 64;
   std::pair<const site*, const name_info*> name_cache[name_cache_size] = {};
   std::vector<record> scratch;  // one chunk's records
@@ -259,6 +274,7 @@ class runtime_state {
   }
 
   const detail::runtime_api* attach(std::atomic<std::uint8_t>* flag);
+  void detach(std::atomic<std::uint8_t>* flag);
   void write(thread_buffer** slot, std::uint64_t word, std::uint64_t extra, unsigned slots);
   const site* intern_literal(thread_buffer** slot, const char* literal, const char* domain);
   const site* register_name(std::string_view text, const char* domain);
@@ -297,6 +313,10 @@ class runtime_state {
   void retire(thread_state& state);
   void drain(session& s, bool final);
   void drain_locked(session& s, bool final);
+  void forget_unloaded_names(session& s, std::uintptr_t low, std::uintptr_t high);
+  // A copy of text that lives as long as the process (under sites_mutex_).
+  const char* stored(std::string_view text);
+  const char* stored(const char* text);
   void deliver_objects(session& s);
   void deliver_gpu_activity(session& s);
   bool drain_thread(session& s, thread_state& state);
@@ -317,6 +337,9 @@ class runtime_state {
   // that only exec() leave no empty output behind.
   std::atomic<bool> restart_on_first_event_{false};
   std::atomic<bool> recording_requested_{true};
+  // FERRET_OUTPUT named a directory before the session wrote into it: fork
+  // children then write there too (see fork_child).
+  bool output_was_directory_ = false;
 
   std::mutex flags_mutex_;
   std::vector<std::atomic<std::uint8_t>*> flags_;
@@ -324,7 +347,10 @@ class runtime_state {
   std::mutex sites_mutex_;
   std::map<std::pair<const char*, const char*>, std::unique_ptr<site>> literal_sites_;
   std::map<std::pair<std::string, const char*>, std::unique_ptr<site>> named_sites_;
-  std::deque<std::string> site_names_;
+  std::deque<std::string> site_names_;  // copies of every interned name and domain
+  // Sites keyed by addresses in unloaded shared objects, kept for the events
+  // that still refer to them.
+  std::vector<std::unique_ptr<site>> unloaded_sites_;
 
   std::shared_mutex objects_mutex_;
   data_object_map objects_;

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <future>
 
@@ -117,34 +118,25 @@ bool runtime_state::start_session() {
   info.start_realtime_ns = s->clock.start_realtime_ns();
 
   backend_context context{&s->info, expand_output(config_.output, info), false};
-  const bool wants_directory = !context.output.empty() && context.output.back() == '/';
-  // Processes started together (MPI ranks) may race to create it: EEXIST is fine.
-  if (wants_directory && !is_directory(context.output) && mkdir(context.output.c_str(), 0755) != 0 &&
-      !(errno == EEXIST && is_directory(context.output))) {
-    message("cannot create the output directory '{}' (FERRET_OUTPUT): {}; running untraced",
-            context.output, std::strerror(errno));
-    return false;
-  }
-  context.output_is_directory = wants_directory || is_directory(context.output);
-
+  // Nothing is created before tracing really starts: names, the output and
+  // the buffers are checked first, so that "running untraced" leaves no file.
+  std::vector<std::pair<std::string, backend_factory>> factories;
   for (const std::string& name : config_.backends) {
     const backend_factory factory = find_backend(name);
-    std::string error;
-    std::unique_ptr<backend> created;
     if (factory == nullptr) {
       const std::vector<std::string> names = available_backends();
-      error = fmt::format("unknown backend '{}' in FERRET_BACKEND (available: {})", name,
-                          names.empty() ? std::string{"none installed"} : fmt::format("{}", fmt::join(names, ", ")));
-    } else {
-      created = factory(context, error);
-      if (created == nullptr && error.empty()) error = fmt::format("backend '{}' failed to start", name);
-    }
-    if (created == nullptr) {
-      message("{}; running untraced", error);
-      for (auto& started : s->backends) started->abandon();
+      message("unknown backend '{}' in FERRET_BACKEND (available: {}); running untraced", name,
+              names.empty() ? std::string{"none installed"} : fmt::format("{}", fmt::join(names, ", ")));
       return false;
     }
-    s->backends.push_back(std::move(created));
+    factories.emplace_back(name, factory);
+  }
+  // A device would get files beside it (FERRET_OUTPUT=/dev/null: /dev/null.json).
+  struct stat output_status{};
+  if (stat(context.output.c_str(), &output_status) == 0 && !S_ISREG(output_status.st_mode) &&
+      !S_ISDIR(output_status.st_mode)) {
+    message("FERRET_OUTPUT='{}' is neither a file nor a directory; running untraced", context.output);
+    return false;
   }
 
   // Chunks of 1/64 of the buffer, between 4 KiB and 64 KiB: small buffers
@@ -159,9 +151,51 @@ bool runtime_state::start_session() {
   if (arena == MAP_FAILED || pipe2(s->wake_pipe, O_NONBLOCK | O_CLOEXEC) != 0) {
     message("cannot reserve {} bytes of event buffers (FERRET_BUFFER_SIZE): {}; running untraced",
             config_.buffer_bytes, std::strerror(errno));
-    for (auto& started : s->backends) started->abandon();
+    if (arena != MAP_FAILED) munmap(arena, chunk_count * chunk_bytes);
     return false;
   }
+  const auto release_buffers = [&] {
+    munmap(arena, chunk_count * chunk_bytes);
+    close(s->wake_pipe[0]);
+    close(s->wake_pipe[1]);
+  };
+
+  // Missing directories are created, as mkdir -p would (processes started
+  // together, such as MPI ranks, may race to create them: that is fine). A
+  // file's directory that cannot be made is left to each backend to report.
+  const bool wants_directory = !context.output.empty() && context.output.back() == '/';
+  const std::string directory =
+      wants_directory ? context.output : context.output.substr(0, context.output.rfind('/') + 1);
+  std::error_code not_created;
+  if (!directory.empty()) std::filesystem::create_directories(directory, not_created);
+  if (wants_directory && !is_directory(context.output)) {
+    message("cannot create the output directory '{}' (FERRET_OUTPUT): {}; running untraced",
+            context.output, not_created.message());
+    release_buffers();
+    return false;
+  }
+  context.output_is_directory = wants_directory || is_directory(context.output);
+  output_was_directory_ = context.output_is_directory;
+
+  // An output that cannot be written turns off its backend only.
+  std::vector<std::string> failures;
+  for (const auto& [name, factory] : factories) {
+    std::string error;
+    std::unique_ptr<backend> created = factory(context, error);
+    if (created != nullptr) {
+      s->backends.push_back(std::move(created));
+      continue;
+    }
+    if (error.empty()) error = fmt::format("backend '{}' failed to start", name);
+    failures.push_back(fmt::format("{}; backend '{}' is off", error, name));
+  }
+  if (s->backends.empty()) {
+    failures.back() = failures.back().substr(0, failures.back().rfind("; ")) + "; running untraced";
+    for (const std::string& failure : failures) message("{}", failure);
+    release_buffers();
+    return false;
+  }
+  for (const std::string& failure : failures) message("{}", failure);
   s->chunk_storage.resize(chunk_count);
   s->free_chunks.reserve(chunk_count);
   for (std::size_t i = 0; i < chunk_count; ++i) {
