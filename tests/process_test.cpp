@@ -206,6 +206,36 @@ TEST_CASE("SIGTERM: the trace is written before the default action") {
   CHECK(count(report, "work") == 10);
 }
 
+TEST_CASE("SIGTERM with a large buffer: what the wait leaves unwritten is counted and said") {
+  const std::map<std::string, std::string> busy{{"FERRET_BACKEND", "chrome"},
+                                                {"FERRET_BUFFER_SIZE", "64M"},
+                                                {"FERRET_FLUSH_INTERVAL", "0"}};
+  SUBCASE("no time to write: every buffered record counted, the trace still closed") {
+    auto environment = busy;
+    environment["FERRET_SIGNAL_WAIT"] = "0";
+    const auto result = run("sigterm-busy", environment);
+    CHECK(result.exit_code == -SIGTERM);
+    REQUIRE(result.files().size() == 1);
+    const auto report = checked(result.files()[0]);
+    const auto unwritten = report.metadata.at("events-dropped-unwritten-at-signal").get<std::int64_t>();
+    CHECK(unwritten > 0);
+    // begin, mark and end per region, and main's begin: written or counted,
+    // none lost silently.
+    CHECK(3 * static_cast<std::int64_t>(count(report, "work")) + unwritten == 300001);
+    CHECK(result.err.find(std::to_string(unwritten) + " events were not written") != std::string::npos);
+    CHECK(result.err.find("FERRET_SIGNAL_WAIT=0 ms") != std::string::npos);
+  }
+  SUBCASE("the default wait: everything written") {
+    const auto result = run("sigterm-busy", busy);
+    CHECK(result.exit_code == -SIGTERM);
+    REQUIRE(result.files().size() == 1);
+    const auto report = checked(result.files()[0]);
+    CHECK(report.metadata.at("events-dropped-unwritten-at-signal") == 0);
+    CHECK(count(report, "work") == 100000);
+    CHECK(result.err.find("not written") == std::string::npos);
+  }
+}
+
 TEST_CASE("fork: the child never writes into the parent's trace") {
   SUBCASE("one output file: the child's goes beside it, with its pid") {
     const auto result = run("fork", {{"FERRET_BACKEND", "chrome"}, {"FERRET_OUTPUT", "one.json"}});

@@ -54,6 +54,14 @@ int main(int argc, char** argv) {
     ::pause();
     return 1;
   }
+  if (mode == "sigterm-busy") {
+    // 300,000 records still buffered when the signal comes (with a large
+    // buffer and no periodic drain).
+    some_regions("main", 100000);
+    ::kill(getpid(), SIGTERM);
+    ::pause();
+    return 1;
+  }
   if (mode == "fork") {
     { FERRET_REGION("parent before fork"); }
     const pid_t child = fork();

@@ -12,6 +12,33 @@
 
 namespace ferret::runtime::internal {
 
+std::atomic<std::int64_t> g_signal_write_deadline_ns{0};
+
+namespace {
+
+// The records a drain would deliver from [from, to): counter values, and the
+// context entries that are not records, are skipped.
+std::uint64_t count_records(const event* from, const event* to) {
+  std::uint64_t records = 0;
+  while (from < to) {
+    const std::uint64_t kind = from->word & detail::kind_mask;
+    if (kind == detail::kind_correlation || kind == detail::kind_call_stack) {
+      from += 2;
+      continue;
+    }
+    from += kind == detail::kind_counter ? 2 : 1;
+    ++records;
+  }
+  return records;
+}
+
+bool past_signal_deadline() noexcept {
+  const std::int64_t deadline = g_signal_write_deadline_ns.load(std::memory_order_relaxed);
+  return deadline != 0 && monotonic_raw_ns() > deadline;
+}
+
+}  // namespace
+
 void runtime_state::drain(session& s, bool final) {
   std::lock_guard lock{s.drain_mutex};
   // After the final drain the backends are closed: a writer racing exit()
@@ -45,56 +72,83 @@ bool runtime_state::drain_thread(session& s, thread_state& state) {
     const bool current = i + 1 == chunks.size() && !retired;
     const event* from = (i == 0 && state.drained != nullptr) ? state.drained : c.begin;
     const event* to = current ? published : c.filled;
-    s.scratch.clear();
+    // Sized once for a whole chunk: the loop stores records without checks.
+    s.scratch.resize(s.chunk_events);
+    record* const records = s.scratch.data();
+    std::size_t count = 0;
+    if (past_signal_deadline()) {
+      // A terminating signal's wait is running out: leave time to close the
+      // outputs, and count what is not written.
+      s.dropped_unwritten.fetch_add(count_records(from, to), std::memory_order_relaxed);
+      from = to;
+    }
+    // Runs for every event: records are built in place, the common kinds
+    // tested first, the clock's newest segment and the thread's context in
+    // locals.
+    const host_clock::newest_conversion newest = s.clock.newest_segment();
+    const context_node* context = state.context;
+    const detail::call_stack* call_stack = state.call_stack;
     while (from < to) {
       const std::uint64_t word = from->word;
+      const std::uint64_t kind = word & detail::kind_mask;
       const auto* record_site = reinterpret_cast<const site*>(word & ~std::uint64_t{detail::kind_mask});
       const std::uint64_t raw = (std::uint64_t{from->time_hi} << 32) | from->time_lo;
-      record r{s.clock.to_ns(raw), record_kind::mark, name_of(s, record_site), 0.0};
-      switch (word & detail::kind_mask) {
-        case detail::kind_begin:
-          r.kind = record_kind::region_begin;
-          state.context = s.contexts.enter(state.context, r.name);
-          state.call_stack = nullptr;
-          break;
-        case detail::kind_end:
-          r.kind = record_kind::region_end;
-          state.context = context_tree::leave(state.context, r.name);
-          state.call_stack = nullptr;
-          break;
-        case detail::kind_mark: r.kind = record_kind::mark; break;
-        case detail::kind_counter:
-          r.kind = record_kind::counter;
-          if (from + 1 < to) std::memcpy(&r.value, &from[1].word, sizeof r.value);
-          ++from;
-          break;
-        case detail::kind_correlation:
+      if (kind >= detail::kind_correlation) {
+        if (kind == detail::kind_correlation && from + 1 < to) {
           // Not a record for the backends: it ties GPU work to this context.
-          if (from + 1 < to)
-            s.launches.record(from[1].word, state.tid, r.time_ns, launch_context(s, state), s.cycle);
-          from += 2;
-          continue;
-        case detail::kind_call_stack:
+          state.context = context;
+          state.call_stack = call_stack;
+          s.launches.record(from[1].word, state.tid, s.clock.to_ns(raw), launch_context(s, state),
+                            s.cycle);
+          call_stack = state.call_stack;
+        } else if (kind == detail::kind_call_stack && from + 1 < to) {
           // Neither: context for the correlation that follows.
-          if (from + 1 < to) state.call_stack = reinterpret_cast<const detail::call_stack*>(from[1].word);
-          from += 2;
-          continue;
-        default: break;
+          call_stack = reinterpret_cast<const detail::call_stack*>(from[1].word);
+        }
+        from += 2;
+        continue;
+      }
+      const name_info* site_name = s.cached_name(record_site);
+      if (site_name == nullptr) site_name = name_of(s, record_site);
+      record& r = records[count++];
+      r.time_ns = newest.covers(raw) ? newest.to_ns(raw) : s.clock.to_ns(raw);
+      r.name = site_name;
+      r.value = 0.0;
+      if (kind == detail::kind_begin) {
+        r.kind = record_kind::region_begin;
+        context = s.contexts.enter(context, site_name);
+        call_stack = nullptr;
+      } else if (kind == detail::kind_end) {
+        r.kind = record_kind::region_end;
+        context = context_tree::leave(context, site_name);
+        call_stack = nullptr;
+      } else if (kind == detail::kind_mark) {
+        r.kind = record_kind::mark;
+      } else {
+        r.kind = record_kind::counter;
+        if (from + 1 < to) std::memcpy(&r.value, &from[1].word, sizeof r.value);
+        ++from;
       }
       ++from;
-      s.scratch.push_back(r);
     }
-    s.recorded += s.scratch.size();
-    if (!s.scratch.empty())
-      for (auto& out : s.backends) out->thread_records(thread, s.scratch.data(), s.scratch.size());
+    state.context = context;
+    state.call_stack = call_stack;
+    s.recorded += count;
+    if (count > 0)
+      for (auto& out : s.backends) out->thread_records(thread, records, count);
+    if (current) {
+      state.drained = published;
+    } else {
+      // Back to the pool at once: a writer may be waiting for it. Only the
+      // drainer pops, so this chunk is still the front.
+      {
+        std::lock_guard lock{state.mutex};
+        state.chunks.pop_front();
+      }
+      s.give_back(chunks[i]);
+      state.drained = nullptr;
+    }
   }
-  std::lock_guard lock{state.mutex};
-  const std::size_t consumed = retired ? chunks.size() : (chunks.empty() ? 0 : chunks.size() - 1);
-  for (std::size_t i = 0; i < consumed; ++i) {
-    s.give_back(state.chunks.front());
-    state.chunks.pop_front();
-  }
-  state.drained = retired ? nullptr : published;
   return retired;
 }
 
@@ -205,6 +259,9 @@ void runtime_state::drain_locked(session& s, bool final) {
       {"flush-interval-ms", static_cast<std::int64_t>(s.config.flush_interval_ms)},
       {"events-dropped-buffer-full", static_cast<std::int64_t>(s.dropped_full.load())},
       {"events-dropped-after-thread-exit", static_cast<std::int64_t>(s.dropped_late.load())},
+      {"events-dropped-unwritten-at-signal", static_cast<std::int64_t>(s.dropped_unwritten.load())},
+      {"application-waits", static_cast<std::int64_t>(s.application_waits.load())},
+      {"application-wait-ns", static_cast<std::int64_t>(s.application_wait_ns.load())},
       {"data-objects-refused", static_cast<std::int64_t>(objects_refused_.load())},
   };
   if (const double hz = s.clock.ticks_per_second(); hz > 0)
@@ -230,6 +287,7 @@ void runtime_state::drain_locked(session& s, bool final) {
   }
   const session_status status{&runtime_metadata, &user_metadata, s.recorded, s.dropped(), final};
   for (auto& out : s.backends) out->flush(status);
+  s.drain_completed();
 }
 
 void runtime_state::drainer_loop(session& s) {
@@ -242,19 +300,29 @@ void runtime_state::drainer_loop(session& s) {
   pthread_setname_np(pthread_self(), "ferret-drain");
 
   const int timeout = s.config.flush_interval_ms == 0 ? -1 : static_cast<int>(s.config.flush_interval_ms);
+  bool behind = false;
   while (!s.stopping.load()) {
-    pollfd wake{s.wake_pipe[0], POLLIN, 0};
-    poll(&wake, 1, timeout);
+    // Behind the writers (half the chunks still taken after a drain that
+    // returned some): drain again at once rather than sleep.
+    if (!behind) {
+      pollfd wake{s.wake_pipe[0], POLLIN, 0};
+      poll(&wake, 1, timeout);
+    }
     char bytes[64];
     while (::read(s.wake_pipe[0], bytes, sizeof bytes) > 0) {
     }
+    // After emptying the pipe: a wake from here on writes a new byte.
+    s.wake_pending.store(false);
     if (g_signal_pending.load()) {
       finish(true);
       g_signal_flush_done.store(true);
       return;
     }
     if (s.stopping.load()) return;
+    const std::uint64_t returned_before = s.chunks_returned.load();
     drain(s, false);
+    std::lock_guard lock{s.pool_mutex};
+    behind = s.pool_low() && s.chunks_returned.load() != returned_before;
   }
 }
 

@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "runtime_state.hpp"
 
@@ -15,17 +16,45 @@ std::atomic<bool> g_signal_pending{false};
 std::atomic<bool> g_signal_flush_done{false};
 std::atomic<session*> g_signal_session{nullptr};
 
+namespace {
+
+std::atomic<int> g_signal_wait_ms{4000};  // FERRET_SIGNAL_WAIT
+std::atomic<int> g_signal_number{0};
+
+void write_stderr(const char* text) noexcept {
+  [[maybe_unused]] const ssize_t ignored = ::write(STDERR_FILENO, text, std::strlen(text));
+}
+
+std::string signal_name(int signal_number) {
+  const char* name = sigabbrev_np(signal_number);
+  return name != nullptr ? fmt::format("SIG{}", name) : fmt::format("signal {}", signal_number);
+}
+
+}  // namespace
+
 // Best effort: the drainer thread writes the output (a handler cannot safely
-// allocate or lock); the handler waits a bounded time, then lets the signal
-// take its default action.
+// allocate or lock); the handler waits, then lets the signal take its default
+// action. Drains deliver events for FERRET_SIGNAL_WAIT and then stop, counting
+// what they leave, so that the outputs can still be closed in the second the
+// handler adds for that.
+constexpr int closing_allowance_ms = 1000;
+
 void on_terminate_signal(int signal_number) {
   const int saved_errno = errno;
   if (!g_signal_pending.exchange(true)) {
+    const int wait_ms = g_signal_wait_ms.load();
+    g_signal_number.store(signal_number);
+    // Never 0: that means "no signal".
+    g_signal_write_deadline_ns.store(monotonic_raw_ns() + std::int64_t{wait_ms} * 1'000'000 + 1);
     if (session* s = g_signal_session.load()) s->wake();
-    for (int waited_ms = 0; waited_ms < 5000 && !g_signal_flush_done.load(); waited_ms += 5) {
+    for (int waited_ms = 0; waited_ms < wait_ms + closing_allowance_ms && !g_signal_flush_done.load();
+         waited_ms += 5) {
       const timespec pause{0, 5'000'000};
       nanosleep(&pause, nullptr);
     }
+    if (!g_signal_flush_done.load() && g_signal_session.load() != nullptr)
+      write_stderr("ferret: the outputs were not closed within FERRET_SIGNAL_WAIT and one more "
+                   "second; they may be incomplete\n");
   }
   errno = saved_errno;
   ::signal(signal_number, SIG_DFL);
@@ -33,6 +62,7 @@ void on_terminate_signal(int signal_number) {
 }
 
 void install_signal_handlers() {
+  g_signal_wait_ms.store(static_cast<int>(runtime_state::instance().configuration().signal_wait_ms));
   for (const int signal_number : {SIGINT, SIGTERM}) {
     struct sigaction current{};
     if (sigaction(signal_number, nullptr, &current) != 0) continue;
@@ -49,10 +79,19 @@ void install_signal_handlers() {
 void runtime_state::report(session& s) {
   if (s.config.verbose >= 1)
     for (auto& out : s.backends) message("{}", out->describe());
-  if (const std::uint64_t lost = s.dropped(); lost > 0)
+  if (const std::uint64_t lost = s.dropped_full.load() + s.dropped_late.load(); lost > 0)
     message("{} events were dropped: {} with the buffers full (raise FERRET_BUFFER_SIZE, now {} "
             "bytes), {} after their thread had exited",
             lost, s.dropped_full.load(), s.config.buffer_bytes, s.dropped_late.load());
+  if (const std::uint64_t unwritten = s.dropped_unwritten.load(); unwritten > 0)
+    message("{} events were not written: {} stopped the program and FERRET_SIGNAL_WAIT={} ms ran "
+            "out (events-dropped-unwritten-at-signal in the output's metadata)",
+            unwritten, signal_name(g_signal_number.load()), s.config.signal_wait_ms);
+  if (const std::uint64_t waits = s.application_waits.load();
+      s.config.verbose >= 2 || (s.config.verbose >= 1 && waits > 0))
+    message("application threads waited {} times for a free buffer chunk, {} ns in all "
+            "(FERRET_BUFFER_SIZE={} bytes)",
+            waits, s.application_wait_ns.load(), s.config.buffer_bytes);
   // Collectors' losses (e.g. records CUPTI dropped) and unattributed GPU work.
   for (const auto& [key, value] : s.final_metadata) {
     const auto* count = std::get_if<std::int64_t>(&value);

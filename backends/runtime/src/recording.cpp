@@ -85,20 +85,52 @@ thread_state* runtime_state::bind(thread_buffer** slot) {
   return state;
 }
 
+// No chunk is free: the drainer has the full ones. Wait for the first it
+// returns (it returns each as soon as the backends have its records), not for
+// a whole drain, so the writer runs at the backends' pace in steps of one
+// chunk. If a drain that began after the wait (or after the last chunk came
+// back, to another thread) returned none, every chunk is some thread's current
+// one: give up (the caller drops, counted).
+chunk* session::wait_for_chunk() {
+  const auto start = std::chrono::steady_clock::now();
+  chunk* fresh = nullptr;
+  {
+    std::unique_lock lock{pool_mutex};
+    // The drain under way may have looked at this thread before it filled
+    // its chunk: the one after it is the first that surely sees it.
+    std::uint64_t give_up_at = drains_completed + 2;
+    std::uint64_t returned_seen = chunks_returned.load();
+    while (free_chunks.empty() && !finished.load()) {
+      if (drains_completed >= give_up_at) {
+        if (chunks_returned.load() == returned_seen) break;
+        give_up_at = drains_completed + 2;
+        returned_seen = chunks_returned.load();
+      }
+      wake();
+      // Bounded, in case the drainer is gone (exit, a signal) without a word.
+      pool_changed.wait_for(lock, std::chrono::milliseconds{10});
+    }
+    if (!free_chunks.empty()) {
+      fresh = free_chunks.back();
+      free_chunks.pop_back();
+    }
+  }
+  const auto waited = std::chrono::steady_clock::now() - start;
+  application_waits.fetch_add(1, std::memory_order_relaxed);
+  application_wait_ns.fetch_add(
+      static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(waited).count()),
+      std::memory_order_relaxed);
+  return fresh;
+}
+
 bool runtime_state::switch_chunk(session& s, thread_state& state) {
   const auto now = std::chrono::steady_clock::now();
   if (now < state.starved_until) return false;
   chunk* fresh = s.take_chunk();
-  // The bound is reached: empty the buffers into the backends rather than
-  // grow, for as long as draining frees chunks (other threads may take the
-  // freed ones first). The writer then runs at the backends' pace.
-  while (fresh == nullptr && !t_in_drain) {
-    const std::uint64_t returned_before = s.chunks_returned.load();
-    drain(s, false);
-    fresh = s.take_chunk();
-    if (fresh == nullptr && s.chunks_returned.load() == returned_before) break;
-  }
+  // The drainer itself (a backend or collector annotating) must not wait for itself.
+  if (fresh == nullptr && !t_in_drain) fresh = s.wait_for_chunk();
   if (fresh == nullptr) {
+    if (s.finished.load()) return false;  // the session ended while it waited
     // Every chunk is some thread's current one: drop for a while rather than
     // drain on every event.
     state.starved_until = now + std::chrono::milliseconds{10};

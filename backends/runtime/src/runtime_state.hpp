@@ -12,9 +12,11 @@
 // ferret/detail/recorder.hpp); when the chunk is full it takes a free one
 // under a per-thread mutex. A drain (background thread, full pool,
 // ferret::flush(), exit) reads every thread's published events, hands them to
-// the backends and returns consumed chunks to the pool. When no chunk is free,
-// the thread that needs one drains synchronously rather than letting memory
-// grow; only what still cannot be stored is dropped, and it is counted.
+// the backends and returns each chunk to the pool as soon as it is consumed.
+// The background thread drains once half the chunks are taken, so a writer
+// hands its full chunks over and goes on; only when no chunk is free does it
+// wait, for one chunk, never for a whole drain (the waits are counted). Only
+// what still cannot be stored is dropped, and it is counted.
 #pragma once
 
 #include <sys/syscall.h>
@@ -25,6 +27,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -169,6 +172,12 @@ struct session {
   std::mutex pool_mutex;
   std::vector<chunk*> free_chunks;
   std::atomic<std::uint64_t> chunks_returned{0};  // progress measure for writers waiting on space
+  // With pool_mutex: a chunk came back, or a drain ended (see wait_for_chunk).
+  std::condition_variable pool_changed;
+  std::uint64_t drains_completed = 0;  // guarded by pool_mutex
+  // Application threads that found no free chunk and waited for one.
+  std::atomic<std::uint64_t> application_waits{0};
+  std::atomic<std::uint64_t> application_wait_ns{0};
 
   std::mutex threads_mutex;
   std::vector<thread_state*> threads;
@@ -180,11 +189,14 @@ struct session {
   bool closed = false;  // the final drain is done (guarded by drain_mutex)
   std::thread drainer;
   int wake_pipe[2] = {-1, -1};
+  std::atomic<bool> wake_pending{false};  // a byte is in the pipe: later wakes add none
   std::atomic<bool> stopping{false};
   std::atomic<bool> finished{false};
 
   std::atomic<std::uint64_t> dropped_full{0};
   std::atomic<std::uint64_t> dropped_late{0};
+  // Buffered when a terminating signal's wait ran out (FERRET_SIGNAL_WAIT).
+  std::atomic<std::uint64_t> dropped_unwritten{0};
   std::atomic<bool> warned_full{false};
 
   // Drainer only (under drain_mutex).
@@ -195,7 +207,12 @@ struct session {
   std::vector<std::unique_ptr<name_info>> unloaded_names;
   static constexpr std::size_t name_cache_size = 64;
   std::pair<const site*, const name_info*> name_cache[name_cache_size] = {};
-  std::vector<record> scratch;
+  std::vector<record> scratch;  // one chunk's records
+  // The name of a site from the cache runtime_state::name_of fills, or nullptr.
+  const name_info* cached_name(const site* record_site) const noexcept {
+    const auto& cached = name_cache[(reinterpret_cast<std::uintptr_t>(record_site) >> 3) % name_cache_size];
+    return cached.first == record_site ? cached.second : nullptr;
+  }
   // GPU attribution (see gpu_attribution.hpp).
   std::uint64_t cycle = 0;
   metadata_list final_metadata;  // for the exit report
@@ -208,25 +225,41 @@ struct session {
   std::uint64_t gpu_without_launch = 0;  // a correlation id no drained call carried
   std::uint64_t gpu_without_call = 0;    // no correlation id: the driver's own work
 
+  // Once half the chunks are taken the drainer runs, so the full chunks
+  // writers hand over are drained while they go on in free ones.
+  bool pool_low() const noexcept { return free_chunks.size() < chunk_storage.size() / 2; }
   chunk* take_chunk() {
     std::lock_guard lock{pool_mutex};
     if (free_chunks.empty()) return nullptr;
     chunk* c = free_chunks.back();
     free_chunks.pop_back();
-    if (free_chunks.size() < chunk_storage.size() / 4) wake();
+    if (pool_low()) wake();
     return c;
   }
+  chunk* wait_for_chunk();
   void give_back(chunk* c) {
     c->filled = nullptr;
-    std::lock_guard lock{pool_mutex};
-    free_chunks.push_back(c);
-    chunks_returned.fetch_add(1, std::memory_order_relaxed);
+    {
+      std::lock_guard lock{pool_mutex};
+      free_chunks.push_back(c);
+      chunks_returned.fetch_add(1, std::memory_order_relaxed);
+    }
+    pool_changed.notify_one();
   }
+  void drain_completed() {
+    {
+      std::lock_guard lock{pool_mutex};
+      ++drains_completed;
+    }
+    pool_changed.notify_all();
+  }
+  // Async-signal-safe (the terminating-signal handler calls it).
   void wake() noexcept {
+    if (wake_pending.exchange(true)) return;
     const char byte = 1;
     [[maybe_unused]] const ssize_t ignored = ::write(wake_pipe[1], &byte, 1);
   }
-  std::uint64_t dropped() const noexcept { return dropped_full + dropped_late; }
+  std::uint64_t dropped() const noexcept { return dropped_full + dropped_late + dropped_unwritten; }
 };
 
 // ---------------------------------------------------------------------------
@@ -351,6 +384,10 @@ extern std::int64_t g_process_start_ns;
 extern std::atomic<bool> g_signal_pending;
 extern std::atomic<bool> g_signal_flush_done;
 extern std::atomic<session*> g_signal_session;
+// Once a terminating signal arrived: when drains stop delivering events
+// (CLOCK_MONOTONIC_RAW ns; 0: no signal), so the outputs can still be closed
+// within FERRET_SIGNAL_WAIT.
+extern std::atomic<std::int64_t> g_signal_write_deadline_ns;
 
 void install_signal_handlers();
 
