@@ -5,6 +5,7 @@
 // a library flushing buffered bytes into the parent's file behind our back.
 #include "chrome_backend.hpp"
 #include "decimal.hpp"
+#include "exit_guard.hpp"
 #include "ferret/runtime/runtime.hpp"
 
 #include <fmt/format.h>
@@ -250,7 +251,16 @@ class chrome_backend final : public runtime::backend {
     text_.push_back('}');
     end_event();
     write_out();
-    return failed_ ? error_number_ : 0;
+    if (failed_) return error_number_;
+    // Kill-safe from here: the guard closes the file if this process dies
+    // during a later write (without one, the file is complete between writes).
+    format_trailer();
+    if (!guard_.start(fd_, events_end_, text_) && runtime::verbosity() >= 2)
+      runtime::print_message(fmt::format(
+          "chrome trace: no exit guard ({}); a process killed during a write leaves it "
+          "unclosed", std::strerror(errno)));
+    text_.clear();
+    return 0;
   }
 
   void thread_records(const thread_info& thread, const record* records,
@@ -301,6 +311,7 @@ class chrome_backend final : public runtime::backend {
     if (status.final) finish_open_intervals();
     write_out();
     if (status.final) {
+      guard_.finish();
       if (::close(fd_) != 0) fail(errno, "close");
       fd_ = -1;
       closed_ = true;
@@ -311,6 +322,7 @@ class chrome_backend final : public runtime::backend {
   }
 
   void abandon() noexcept override {
+    guard_.forget();
     if (fd_ >= 0) ::close(fd_);
     fd_ = -1;
     closed_ = true;
@@ -943,6 +955,7 @@ class chrome_backend final : public runtime::backend {
   // Writes `trailer` after the last event and cuts off what a longer earlier
   // trailer, or a partly written batch, left behind.
   bool replace_trailer(std::string_view trailer) {
+    if (guard_.running()) guard_.publish(events_end_, trailer);
     if (!write_at(trailer.data(), trailer.size(), events_end_)) return false;
     if (::ftruncate(fd_, events_end_ + static_cast<off_t>(trailer.size())) != 0) {
       fail(errno, "truncate");
@@ -1010,6 +1023,7 @@ class chrome_backend final : public runtime::backend {
   std::uint64_t events_before_batch_ = 0;      // events_ when the batch began
   std::uint64_t events_not_written_ = 0;       // lost to failed writes
   bool cannot_close_ = false;  // not even "]}" could be written
+  exit_guard guard_;            // closes the file if the process dies during a write
   std::int64_t end_ns_ = 0;   // latest time seen: the session's end
 
   std::unordered_map<std::uint64_t, thread_state> threads_;
