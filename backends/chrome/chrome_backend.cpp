@@ -172,11 +172,18 @@ struct frame {
   std::int64_t begin_ns;
 };
 
+// The start of a thread's complete events of one name, up to the timestamp.
+struct complete_prefix {
+  const name_info* source = nullptr;
+  std::string text;  // {"ph":"X","name":"...","pid":P,"tid":T,"ts":
+};
+
 struct thread_state {
   std::string name;    // as last written in its thread_name event
   std::string ids;     // "pid":P,"tid":T — the same in all of its events
   std::string ids_ts;  // "pid":P,"tid":T,"ts":
   std::vector<frame> stack;
+  std::vector<complete_prefix> complete_prefixes;  // by name_info::id
 };
 
 // The escaped, preformatted pieces of a name, built once per name_info::id.
@@ -253,12 +260,11 @@ class chrome_backend final : public runtime::backend {
     write_out();
     if (failed_) return error_number_;
     // Kill-safe from here: the guard closes the file if this process dies
-    // during a later write (without one, the file is complete between writes).
+    // during a later write. Without one (valgrind, seccomp) the file is still
+    // complete after each write. (No message: this runs inside the runtime's
+    // session start, where it cannot be asked for the verbosity.)
     format_trailer();
-    if (!guard_.start(fd_, events_end_, text_) && runtime::verbosity() >= 2)
-      runtime::print_message(fmt::format(
-          "chrome trace: no exit guard ({}); a process killed during a write leaves it "
-          "unclosed", std::strerror(errno)));
+    guard_.start(fd_, events_end_, text_);
     text_.clear();
     return 0;
   }
@@ -510,18 +516,17 @@ class chrome_backend final : public runtime::backend {
 
   // `note` goes into args.ferret; it marks slices whose end ferret supplied.
   // The writer's inner loop: two copies of preformatted pieces and two numbers.
-  void append_complete(const thread_state& thread, const frame& open, std::int64_t end_ns,
+  void append_complete(thread_state& thread, const frame& open, std::int64_t end_ns,
                        const char* note) {
-    const name_entry& entry = entry_for(open.name);
-    char* out = start_fast_event(entry.complete_prefix.size() + thread.ids_ts.size() +
-                                 (note != nullptr ? std::strlen(note) + 16 : 0));
-    out = put(out, entry.complete_prefix);
-    out = put(out, thread.ids_ts);
-    out = write_microseconds(out, open.begin_ns);
+    const std::string& prefix = complete_prefix_for(thread, open.name);
+    char* out =
+        start_fast_event(prefix.size() + (note != nullptr ? std::strlen(note) + 16 : 0));
+    out = put(out, prefix);
+    out = timestamps_.write(out, open.begin_ns);
     out = put(out, ",\"dur\":");
     // Per-thread records are in time order, so this only guards against a
     // clock that stepped back: a negative dur would be rejected.
-    out = write_microseconds(out, std::max<std::int64_t>(end_ns - open.begin_ns, 0));
+    out = microsecond_writer::write_duration(out, std::max<std::int64_t>(end_ns - open.begin_ns, 0));
     if (note != nullptr) {  // ferret's own notes need no escaping
       out = put(out, ",\"args\":{\"ferret\":\"");
       out = put(out, note);
@@ -533,6 +538,11 @@ class chrome_backend final : public runtime::backend {
 
   void end_region(thread_state& thread, const record& end) {
     std::vector<frame>& stack = thread.stack;
+    if (!stack.empty() && stack.back().name == end.name) {  // the usual case
+      append_complete(thread, stack.back(), end.time_ns, nullptr);
+      stack.pop_back();
+      return;
+    }
     std::size_t match = stack.size();  // one past the matching frame
     while (match > 0 && !same_region(stack[match - 1].name, end.name)) --match;
     if (match == 0) {
@@ -549,12 +559,24 @@ class chrome_backend final : public runtime::backend {
     stack.resize(match - 1);
   }
 
+  const std::string& complete_prefix_for(thread_state& thread, const name_info* name) {
+    std::vector<complete_prefix>& prefixes = thread.complete_prefixes;
+    if (name->id < prefixes.size() && prefixes[name->id].source == name)
+      return prefixes[name->id].text;
+    const name_entry& entry = entry_for(name);
+    if (name->id >= prefixes.size()) prefixes.resize(std::size_t{name->id} + 1);
+    complete_prefix& prefix = prefixes[name->id];
+    prefix.source = name;
+    prefix.text.assign(entry.complete_prefix).append(thread.ids_ts);
+    return prefix.text;
+  }
+
   void append_mark(const thread_state& thread, const record& mark) {
     const name_entry& entry = entry_for(mark.name);
     char* out = start_fast_event(entry.instant_prefix.size() + thread.ids_ts.size());
     out = put(out, entry.instant_prefix);
     out = put(out, thread.ids_ts);
-    out = write_microseconds(out, mark.time_ns);
+    out = timestamps_.write(out, mark.time_ns);
     *out++ = '}';
     end_fast_event(out);
   }
@@ -567,7 +589,7 @@ class chrome_backend final : public runtime::backend {
     const name_entry& entry = entry_for(sample.name);
     char* out = start_fast_event(entry.counter_prefix.size());
     out = put(out, entry.counter_prefix);
-    out = write_microseconds(out, sample.time_ns);
+    out = timestamps_.write(out, sample.time_ns);
     out = put(out, ",\"args\":{\"value\":");
     out = fmt::format_to(out, "{}", sample.value);  // shortest round-trip form
     out = put(out, "}}");
@@ -1015,6 +1037,7 @@ class chrome_backend final : public runtime::backend {
   std::string run_metadata_;     // user metadata (the "run" object's members)
 
   byte_buffer out_;         // the batch: events not yet written
+  microsecond_writer timestamps_;  // ts of regions, marks and counters
   std::string text_;        // a rare event being formatted, or the trailer
   off_t events_end_ = 0;    // file offset after the last written event = trailer start
   off_t previous_events_end_ = 0;              // the same before the last batch

@@ -54,6 +54,14 @@ inline char* write_decimal(char* out, std::int64_t value) noexcept {
   return write_decimal(out, ~static_cast<std::uint64_t>(value) + 1U);
 }
 
+/// Writes ".ddd" for `fraction` < 1000; returns the end.
+inline char* write_fraction(char* out, unsigned fraction) noexcept {
+  out[0] = '.';
+  out[1] = static_cast<char>('0' + fraction / 100U);
+  std::memcpy(out + 2, digit_pairs + (fraction % 100U) * 2U, 2);
+  return out + 4;
+}
+
 /// Writes `ns` nanoseconds as microseconds with exactly three decimals
 /// ("1234.567"; at most 25 bytes); returns the end. Integer arithmetic only: a
 /// double holds ns exactly only up to 2^53 and would print rounding noise such
@@ -65,12 +73,49 @@ inline char* write_microseconds(char* out, std::int64_t ns) noexcept {
     magnitude = ~magnitude + 1U;
   }
   out = write_decimal(out, magnitude / 1000U);
-  const auto fraction = static_cast<unsigned>(magnitude % 1000U);
-  out[0] = '.';
-  out[1] = static_cast<char>('0' + fraction / 100U);
-  std::memcpy(out + 2, digit_pairs + (fraction % 100U) * 2U, 2);
-  return out + 4;
+  return write_fraction(out, static_cast<unsigned>(magnitude % 1000U));
 }
+
+/// write_microseconds() for a stream of nearby timestamps: the digits above
+/// the last four of the microseconds (they change every 10 ms) are formatted
+/// once and copied while they last, so a timestamp costs a few multiplications
+/// and stores instead of a division per digit pair.
+class microsecond_writer {
+ public:
+  char* write(char* out, std::int64_t ns) noexcept {
+    if (ns < 0) return write_microseconds(out, ns);
+    const auto magnitude = static_cast<std::uint64_t>(ns);
+    const std::uint64_t us = magnitude / 1000U;
+    const auto fraction = static_cast<unsigned>(magnitude - us * 1000U);
+    const std::uint64_t high = us / 10000U;
+    const auto low = static_cast<unsigned>(us - high * 10000U);
+    if (high == 0) {  // the first 10 ms: no digits above the last four
+      out = write_decimal(out, std::uint64_t{low});
+      return write_fraction(out, fraction);
+    }
+    if (high != high_) {
+      high_ = high;
+      high_size_ = static_cast<unsigned>(write_decimal(high_text_, high) - high_text_);
+    }
+    std::memcpy(out, high_text_, sizeof high_text_);  // fixed size: no call
+    out += high_size_;
+    std::memcpy(out, digit_pairs + (low / 100U) * 2U, 2);
+    std::memcpy(out + 2, digit_pairs + (low % 100U) * 2U, 2);
+    return write_fraction(out + 4, fraction);
+  }
+
+  /// A duration: most regions are shorter than a microsecond ("0.047").
+  static char* write_duration(char* out, std::int64_t ns) noexcept {
+    if (ns < 0 || ns >= 1000) return write_microseconds(out, ns);
+    out[0] = '0';
+    return write_fraction(out + 1, static_cast<unsigned>(ns));
+  }
+
+ private:
+  std::uint64_t high_ = 0;  // 0: nothing cached (written the plain way)
+  unsigned high_size_ = 0;
+  char high_text_[24] = {};
+};
 
 /// Bytes that write_microseconds() and write_decimal() may write at most.
 inline constexpr std::size_t max_number_bytes = 25;

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
+#include <cstdlib>
+#include <cstring>
 
 #include <fcntl.h>
 #include <sched.h>
@@ -32,6 +34,13 @@ FERRET_GUARD_CODE void close_range_in_guard(int first, int last) noexcept {
     return;
 #endif
   for (int fd = first; fd <= last; ++fd) ::syscall(SYS_close, fd);
+}
+
+// Valgrind stops the whole program at a clone(CLONE_VM) ("does not support
+// general clone()") instead of refusing it; it always preloads its core.
+bool under_valgrind() noexcept {
+  const char* preload = std::getenv("LD_PRELOAD");
+  return preload != nullptr && std::strstr(preload, "/vgpreload_core") != nullptr;
 }
 
 }  // namespace
@@ -69,6 +78,10 @@ FERRET_GUARD_CODE int exit_guard::guard_main(void* self) noexcept {
 }
 
 bool exit_guard::start(int fd, off_t events_end, std::string_view trailer) {
+  if (under_valgrind()) {
+    errno = ENOTSUP;
+    return false;
+  }
   publish(events_end, trailer);
   int ends[2];
   if (::pipe2(ends, O_CLOEXEC) != 0) return false;

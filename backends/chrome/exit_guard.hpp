@@ -22,9 +22,9 @@
 // harmless however far the writer got. After the final flush the guard is told
 // the trace is finished and exits without touching the file.
 //
-// Where clone(CLONE_VM) is refused (valgrind refuses it, so do some seccomp
-// profiles) the trace runs without a guard: complete after each write, not
-// during one.
+// Where clone(CLONE_VM) is refused (some seccomp profiles), and under
+// valgrind (which stops the program at such a clone), the trace runs without a
+// guard: complete after each write, not during one.
 #pragma once
 
 #include <atomic>
