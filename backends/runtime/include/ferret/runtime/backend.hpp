@@ -174,6 +174,7 @@ struct kernel_attributes {
   std::uint32_t local_memory_per_thread;
   std::uint32_t shared_memory_executed;  // carveout the kernel ran with (bytes per SM), 0 if unknown
   double occupancy;
+  std::uint32_t simd_width;  // Level Zero: SIMD width (the kernel's maxSubgroupSize); 0 for CUDA
 };
 
 /// The host side of a GPU operation: the API call that launched it, on which
