@@ -122,3 +122,53 @@ TEST_CASE("off: preloaded without FERRET_BACKEND, the collector stays out") {
   for (const auto& entry : fs::directory_iterator{directory})
     CHECK((entry.path().filename() == "stdout" || entry.path().filename() == "stderr"));
 }
+
+namespace {
+
+// The plain program through ferret-run with FERRET_LEVEL_ZERO_API=`recording`.
+json traced_with(const std::string& name, const std::string& recording) {
+  const fs::path directory = fresh_directory(name);
+  const fs::path trace_path = directory / "trace.json";
+  auto environment = driver_environment();
+  environment.emplace_back("FERRET_LEVEL_ZERO_API", recording);
+  const auto result = ferret::testing::run_program(
+      directory, {FERRET_RUN, "--backend", "chrome", "--output", trace_path.string(), "--", FERRET_ZE_PLAIN_PROGRAM},
+      environment, std::chrono::minutes{1});
+  INFO("stderr: " << result.err);
+  REQUIRE(result.exit_code == 0);
+  CHECK(ferret_lines(result.err).size() == 1);  // the exit line only
+  std::ifstream in{trace_path};
+  return json::parse(in);
+}
+
+}  // namespace
+
+TEST_CASE("api_policy: FERRET_LEVEL_ZERO_API=all records every call, work-uncounted counts none") {
+  const json all = traced_with("api-all", "all");
+  CHECK(count_events(all, "X", "level_zero", "zeKernelSetArgumentValue") == 3);
+  CHECK(count_events(all, "X", "level_zero", "zeContextCreate") == 1);
+  CHECK(count_events(all, "X", "kernel", "saxpy") == 3);
+  CHECK(all["metadata"].at("level-zero-api") == "all");
+  CHECK_FALSE(all["metadata"].contains("level-zero-api-unrecorded:zeKernelSetArgumentValue"));
+
+  const json uncounted = traced_with("api-uncounted", "work-uncounted");
+  CHECK(count_events(uncounted, "X", "level_zero", "zeKernelSetArgumentValue") == 0);
+  CHECK(count_events(uncounted, "X", "kernel", "saxpy") == 3);
+  for (const auto& [key, value] : uncounted["metadata"].items()) CHECK(key.find("api-unrecorded") == std::string::npos);
+}
+
+TEST_CASE("api_invalid: a bad FERRET_LEVEL_ZERO_API gives one line and the program runs on") {
+  const fs::path directory = fresh_directory("api-invalid");
+  auto environment = driver_environment();
+  environment.emplace_back("FERRET_LEVEL_ZERO_API", "some");
+  const auto result = ferret::testing::run_program(
+      directory, {FERRET_RUN, "--backend", "chrome", "--output", (directory / "trace.json").string(), "--",
+                  FERRET_ZE_PLAIN_PROGRAM},
+      environment, std::chrono::minutes{1});
+  CHECK(result.exit_code == 0);
+  const auto lines = ferret_lines(result.err);
+  INFO("stderr: " << result.err);
+  REQUIRE(lines.size() == 2);
+  CHECK(lines[0] == "ferret: FERRET_LEVEL_ZERO_API='some' is not valid (expected work, work-uncounted or all); "
+                    "running without Level Zero data");
+}

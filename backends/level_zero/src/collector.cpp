@@ -269,11 +269,15 @@ void ZE_APICALL on_leave(Params* params, ze_result_t result, void*, void**) {
   level_zero_collector::instance().leave<Index>(params, result);
 }
 
-// Fills the prologue and epilogue tables from FERRET_LEVEL_ZERO_CALLS.
-void fill_callbacks(zel_core_callbacks_t& prologues, zel_core_callbacks_t& epilogues) {
-#define FERRET_LEVEL_ZERO_SET(group, member, params, name, effect, what)         \
-  prologues.group.member = &on_enter<call_index::group##_##member, params>; \
-  epilogues.group.member = &on_leave<call_index::group##_##member, params>;
+// Fills the prologue and epilogue tables from FERRET_LEVEL_ZERO_CALLS: the
+// calls the collector needs, and those the recording makes regions or counts.
+void fill_callbacks(runtime::api_recording recording, zel_core_callbacks_t& prologues,
+                    zel_core_callbacks_t& epilogues) {
+#define FERRET_LEVEL_ZERO_SET(group, member, params, name, effect, what)                              \
+  if (handling::what != handling::plain || runtime::subscribes(recording, api_effect::effect)) {     \
+    prologues.group.member = &on_enter<call_index::group##_##member, params>;                       \
+    epilogues.group.member = &on_leave<call_index::group##_##member, params>;                       \
+  }
   FERRET_LEVEL_ZERO_CALLS(FERRET_LEVEL_ZERO_SET)
 #undef FERRET_LEVEL_ZERO_SET
 }
@@ -312,7 +316,7 @@ void level_zero_collector::start_tracing() {
   }
   zel_core_callbacks_t prologues{};
   zel_core_callbacks_t epilogues{};
-  fill_callbacks(prologues, epilogues);
+  fill_callbacks(recording_, prologues, epilogues);
   zelTracerSetPrologues(tracer_, &prologues);
   zelTracerSetEpilogues(tracer_, &epilogues);
   active_.store(true);
