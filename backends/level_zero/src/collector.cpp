@@ -79,7 +79,7 @@ std::int64_t monotonic_raw_ns() noexcept {
 
 // The collector's own Level Zero calls outside a callback (the drain thread)
 // pass through the tracing layer: their callbacks must do nothing.
-thread_local bool t_collector_call = false;
+FERRET_TLS_MODEL thread_local bool t_collector_call = false;
 
 struct collector_call_scope {
   bool previous = t_collector_call;
@@ -177,13 +177,13 @@ struct context_events {
   std::vector<ze_event_handle_t> free;
 };
 
-// The operation a prologue prepared, until its epilogue (one call at a time
-// per thread: the tracing layer does not trace calls made from callbacks).
-thread_local operation t_operation;
-thread_local bool t_operation_prepared = false;
-thread_local bool t_immediate = false;  // the prepared operation's list is immediate
-thread_local std::uint64_t t_correlation = 0;
-thread_local ze_event_pool_desc_t t_pool_desc;
+// What a prologue left for its epilogue (one call at a time per thread: the
+// tracing layer does not trace calls made from callbacks). Scalars in
+// initial-exec TLS: no TLS resolver call per callback.
+FERRET_TLS_MODEL thread_local bool t_operation_prepared = false;  // added to pending_ or its list
+FERRET_TLS_MODEL thread_local bool t_immediate = false;  // the prepared operation's list is immediate
+FERRET_TLS_MODEL thread_local std::uint64_t t_correlation = 0;
+FERRET_TLS_MODEL thread_local ze_event_pool_desc_t t_pool_desc{};
 
 class level_zero_collector final : public runtime::collector {
  public:
@@ -210,14 +210,19 @@ class level_zero_collector final : public runtime::collector {
   level_zero_collector() = default;
   bool active() const noexcept { return active_.load(std::memory_order_relaxed) && !t_collector_call; }
   const detail::site* site_for(std::size_t index);
-  void write_correlation(std::size_t index);
+  void write_correlation(std::size_t index, std::uint64_t correlation);
+  std::uint64_t new_correlation() noexcept { return next_correlation_.fetch_add(1, std::memory_order_relaxed); }
 
   device_state* device_of(ze_device_handle_t device);  // state_mutex_ held
   void refresh_pair(ze_device_handle_t handle, device_state& device);
   ze_event_handle_t own_event(ze_context_handle_t context);  // state_mutex_ held
   void release_own_event(ze_context_handle_t context, ze_event_handle_t event);
   std::int32_t memory_end(ze_context_handle_t context, const void* address, runtime::memory_kind* kind);
-  bool prepare(ze_command_list_handle_t list, ze_event_handle_t* signal, gpu_operation kind);
+  // The operation an append adds, already pending (immediate lists) or recorded
+  // in its list (regular lists), for the prologue to complete; nullptr if none.
+  operation* prepare(ze_command_list_handle_t list, ze_event_handle_t* signal, gpu_operation kind);
+  // The append failed: the operation prepare() added goes.
+  void discard_prepared(ze_command_list_handle_t list, ze_event_handle_t signal);
   void finish_append(ze_result_t result);
   // Reads the timestamps of signalled pending operations; `only` limits it to one event.
   void harvest(bool wait_for_all, ze_event_handle_t only = nullptr);  // state_mutex_ held
@@ -334,11 +339,10 @@ const detail::site* level_zero_collector::site_for(std::size_t index) {
   return created;
 }
 
-void level_zero_collector::write_correlation(std::size_t index) {
-  t_correlation = next_correlation_.fetch_add(1, std::memory_order_relaxed);
+void level_zero_collector::write_correlation(std::size_t index, std::uint64_t correlation) {
   if (detail::recording())
     if (const detail::site* site = site_for(index))
-      detail::write_with_payload(detail::word_of(site, detail::kind_correlation), t_correlation);
+      detail::write_with_payload(detail::word_of(site, detail::kind_correlation), correlation);
 }
 
 template <std::size_t Index, typename Params>
@@ -355,12 +359,13 @@ void level_zero_collector::enter(Params* params) {
 
   if constexpr (kind.what == handling::launch_kernel) {
     std::lock_guard lock{state_mutex_};
-    if (!prepare(*params->phCommandList, params->phSignalEvent, gpu_operation::kernel)) return;
-    runtime::kernel_attributes& attributes = t_operation.activity.kernel;
+    operation* launch = prepare(*params->phCommandList, params->phSignalEvent, gpu_operation::kernel);
+    if (launch == nullptr) return;
+    runtime::kernel_attributes& attributes = launch->activity.kernel;
     attributes.occupancy = -1;
     if (const auto it = kernels_.find(*params->phKernel); it != kernels_.end()) {
       const kernel_state& launched = it->second;
-      t_operation.activity.name = launched.name;
+      launch->activity.name = launched.name;
       std::copy(std::begin(launched.group_size), std::end(launched.group_size), attributes.block);
       attributes.local_memory_per_thread = launched.private_memory;
       attributes.static_shared_memory = launched.local_memory;
@@ -394,39 +399,43 @@ void level_zero_collector::enter(Params* params) {
     const std::uint64_t source_object = runtime::find_data_object_id(source);
     const std::uint64_t destination_object = runtime::find_data_object_id(destination);
     std::lock_guard lock{state_mutex_};
-    if (!prepare(*params->phCommandList, params->phSignalEvent, gpu_operation::memcpy)) return;
-    gpu_activity& activity = t_operation.activity;
+    operation* copy = prepare(*params->phCommandList, params->phSignalEvent, gpu_operation::memcpy);
+    if (copy == nullptr) return;
+    gpu_activity& activity = copy->activity;
     activity.bytes = bytes;
     activity.source_address = reinterpret_cast<std::uintptr_t>(source);
     activity.destination_address = reinterpret_cast<std::uintptr_t>(destination);
     activity.source_object_id = source_object;
     activity.destination_object_id = destination_object;
     // The source of a copy from another context is looked up in that context.
-    ze_context_handle_t source_context = t_operation.context;
+    ze_context_handle_t source_context = copy->context;
     if constexpr (std::is_same_v<Params, ze_command_list_append_memory_copy_from_context_params_t>)
       source_context = *params->phContextSrc;
     runtime::memory_kind ignored{};
     activity.source_device = memory_end(source_context, source, &ignored);
-    activity.destination_device = memory_end(t_operation.context, destination, &ignored);
+    activity.destination_device = memory_end(copy->context, destination, &ignored);
     activity.copy = copy_direction(activity.source_device, activity.destination_device);
   } else if constexpr (kind.what == handling::fill) {
     const std::uint64_t object = runtime::find_data_object_id(*params->pptr);
     std::lock_guard lock{state_mutex_};
-    if (!prepare(*params->phCommandList, params->phSignalEvent, gpu_operation::memset)) return;
-    gpu_activity& activity = t_operation.activity;
+    operation* fill = prepare(*params->phCommandList, params->phSignalEvent, gpu_operation::memset);
+    if (fill == nullptr) return;
+    gpu_activity& activity = fill->activity;
     activity.bytes = *params->psize;
     activity.address = reinterpret_cast<std::uintptr_t>(*params->pptr);
     activity.destination_address = activity.address;
     runtime::memory_kind memory = runtime::memory_kind::host;
-    memory_end(t_operation.context, *params->pptr, &memory);
+    memory_end(fill->context, *params->pptr, &memory);
     activity.memory = memory;
     activity.destination_object_id = object;
   } else if constexpr (kind.what == handling::barrier) {
     std::lock_guard lock{state_mutex_};
-    if (!prepare(*params->phCommandList, params->phSignalEvent, gpu_operation::synchronization)) return;
-    t_operation.activity.detail = 2;  // the queue waits, as for a stream waiting on an event
+    operation* barrier = prepare(*params->phCommandList, params->phSignalEvent, gpu_operation::synchronization);
+    if (barrier == nullptr) return;
+    barrier->activity.detail = 2;  // the queue waits, as for a stream waiting on an event
   } else if constexpr (kind.what == handling::execute) {
-    write_correlation(Index);
+    t_correlation = new_correlation();
+    write_correlation(Index, t_correlation);
     const std::int64_t now = monotonic_raw_ns();
     std::lock_guard lock{state_mutex_};
     const auto queue = queues_.find(*params->phCommandQueue);
@@ -483,7 +492,8 @@ void level_zero_collector::enter(Params* params) {
     *params->pdesc = &t_pool_desc;
   } else if constexpr (kind.what == handling::allocate_device || kind.what == handling::allocate_host ||
                        kind.what == handling::allocate_shared) {
-    write_correlation(Index);
+    t_correlation = new_correlation();
+    write_correlation(Index, t_correlation);
   } else if constexpr (kind.what == handling::release) {
     runtime::unregister_allocation(*params->pptr);
   } else if constexpr (kind.what == handling::list_destroy || kind.what == handling::list_reset) {
@@ -529,8 +539,7 @@ void level_zero_collector::enter(Params* params) {
   if constexpr (kind.what == handling::launch_kernel || kind.what == handling::copy ||
                 kind.what == handling::fill || kind.what == handling::barrier) {
     // Immediate lists submit now: this call is the launch.
-    if (t_operation_prepared && t_immediate) write_correlation(Index);
-    t_operation.activity.launch.correlation = t_correlation;
+    if (t_operation_prepared && t_immediate) write_correlation(Index, t_correlation);
   }
 }
 
@@ -541,18 +550,11 @@ void level_zero_collector::leave(Params* params, ze_result_t result) {
   const bool succeeded = result == ZE_RESULT_SUCCESS;
   if constexpr (kind.what == handling::launch_kernel || kind.what == handling::copy ||
                 kind.what == handling::fill || kind.what == handling::barrier) {
-    if (t_operation_prepared) {
-      t_operation_prepared = false;
+    if (t_operation_prepared && !succeeded) {
       std::lock_guard lock{state_mutex_};
-      const auto list = lists_.find(*params->phCommandList);
-      if (!succeeded || list == lists_.end()) {
-        if (t_operation.own_event) release_own_event(t_operation.context, t_operation.event);
-      } else if (list->second.immediate) {
-        pending_.push_back(t_operation);
-      } else {
-        list->second.recorded.push_back(t_operation);
-      }
+      discard_prepared(*params->phCommandList, *params->phSignalEvent);
     }
+    t_operation_prepared = false;
   } else if constexpr (kind.what == handling::synchronize_all) {
     // The program waited: what it waited for is done, read it before it reuses events.
     if (succeeded) {
@@ -687,33 +689,66 @@ std::int32_t level_zero_collector::memory_end(ze_context_handle_t context, const
   return static_cast<std::int32_t>(device_of(device)->id);
 }
 
-bool level_zero_collector::prepare(ze_command_list_handle_t handle, ze_event_handle_t* signal, gpu_operation kind) {
+operation* level_zero_collector::prepare(ze_command_list_handle_t handle, ze_event_handle_t* signal,
+                                         gpu_operation kind) {
   const auto list = lists_.find(handle);
   if (list == lists_.end()) {
     // Created before the tracer: no device, context or queue to give it.
     without_submission_.fetch_add(1, std::memory_order_relaxed);
-    return false;
+    return nullptr;
   }
-  t_operation = operation{};
-  t_operation.activity.operation = kind;
-  t_operation.activity.device = list->second.device->id;
-  t_operation.activity.stream = list->second.stream;
-  t_operation.activity.source_device = -1;
-  t_operation.activity.destination_device = -1;
-  t_operation.context = list->second.context;
-  t_operation.device = list->second.device;
-  t_operation.submitted_ns = monotonic_raw_ns();
+  list_state& target = list->second;
+  operation made{};
+  made.activity.operation = kind;
+  made.activity.device = target.device->id;
+  made.activity.stream = target.stream;
+  made.activity.source_device = -1;
+  made.activity.destination_device = -1;
+  made.context = target.context;
+  made.device = target.device;
+  made.submitted_ns = monotonic_raw_ns();
   if (*signal == nullptr) {
     // The program waits for no event of its own: the operation signals one of ours.
-    *signal = own_event(list->second.context);
-    t_operation.own_event = *signal != nullptr;
-    t_operation.recycle_event = list->second.immediate;
+    *signal = own_event(target.context);
+    made.own_event = *signal != nullptr;
+    made.recycle_event = target.immediate;
   }
-  t_operation.event = *signal;
-  t_immediate = list->second.immediate;
-  t_operation_prepared = t_operation.event != nullptr;
-  if (!t_operation_prepared) untimed_.fetch_add(1, std::memory_order_relaxed);
-  return t_operation_prepared;
+  made.event = *signal;
+  if (made.event == nullptr) {
+    untimed_.fetch_add(1, std::memory_order_relaxed);
+    return nullptr;
+  }
+  t_operation_prepared = true;
+  t_immediate = target.immediate;
+  if (!target.immediate) {
+    target.recorded.push_back(made);
+    return &target.recorded.back();
+  }
+  // An immediate list submits now: this call is the launch. Pending before the
+  // driver has the event: unsignalled, the drain leaves it alone.
+  t_correlation = new_correlation();
+  made.activity.launch.correlation = t_correlation;
+  pending_.push_back(made);
+  return &pending_.back();
+}
+
+void level_zero_collector::discard_prepared(ze_command_list_handle_t handle, ze_event_handle_t signal) {
+  const auto drop = [&](const operation& failed) {
+    if (failed.own_event) release_own_event(failed.context, failed.event);
+  };
+  if (t_immediate) {
+    for (auto it = pending_.rbegin(); it != pending_.rend(); ++it)
+      if (it->event == signal) {
+        drop(*it);
+        pending_.erase(std::next(it).base());
+        return;
+      }
+    return;
+  }
+  const auto list = lists_.find(handle);
+  if (list == lists_.end() || list->second.recorded.empty()) return;
+  drop(list->second.recorded.back());
+  list->second.recorded.pop_back();
 }
 
 void level_zero_collector::harvest(bool final, ze_event_handle_t only) {
