@@ -355,3 +355,35 @@ TEST_CASE("calls that do no device work are counted, not recorded") {
     for (const auto& record : thread.records) CHECK(record.name != "zeKernelSetArgumentValue");
   zeKernelDestroy(saxpy);
 }
+
+// Run by the level_zero_peer test, with two devices (FERRET_ZE_TEST_DEVICES=2).
+TEST_CASE("peer: a copy between two devices is peer to peer, each device with its own id" * doctest::skip()) {
+  level_zero& ze = level_zero::get();
+  std::uint32_t count = 0;
+  ZE_REQUIRE(zeDeviceGet(ze.driver, &count, nullptr));
+  REQUIRE(count == 2);
+  ze_device_handle_t devices[2] = {};
+  ZE_REQUIRE(zeDeviceGet(ze.driver, &count, devices));
+  ze_device_mem_alloc_desc_t desc{ZE_STRUCTURE_TYPE_DEVICE_MEM_ALLOC_DESC, nullptr, 0, 0};
+  void* on_first = nullptr;
+  void* on_second = nullptr;
+  ZE_REQUIRE(zeMemAllocDevice(ze.context, &desc, 4096, 64, devices[0], &on_first));
+  ZE_REQUIRE(zeMemAllocDevice(ze.context, &desc, 4096, 64, devices[1], &on_second));
+  const ze_command_list_handle_t list = ze.immediate_list();  // on the first device
+  memory_backend::clear();
+  program_event done{ze};
+  ZE_REQUIRE(zeCommandListAppendMemoryCopy(list, on_first, on_second, 4096, done.event, 0, nullptr));
+  ZE_REQUIRE(zeEventHostSynchronize(done.event, UINT64_MAX));
+  ferret::flush();
+
+  const capture c = memory_backend::snapshot();
+  const auto operations = level_zero_operations(c);
+  REQUIRE(operations.size() == 1);
+  CHECK(operations[0].activity.copy == copy_kind::peer_to_peer);
+  CHECK(operations[0].activity.source_device == 65);
+  CHECK(operations[0].activity.destination_device == 64);
+  CHECK(operations[0].activity.device == 64);
+  zeCommandListDestroy(list);
+  zeMemFree(ze.context, on_first);
+  zeMemFree(ze.context, on_second);
+}
