@@ -37,7 +37,7 @@
   X(CommandList, pfnResetCb, ze_command_list_reset_params_t, "zeCommandListReset", other, list_reset)           \
   X(CommandList, pfnCloseCb, ze_command_list_close_params_t, "zeCommandListClose", other, plain)                \
   X(CommandQueue, pfnCreateCb, ze_command_queue_create_params_t, "zeCommandQueueCreate", other, queue_create)   \
-  X(CommandQueue, pfnDestroyCb, ze_command_queue_destroy_params_t, "zeCommandQueueDestroy", other, plain)       \
+  X(CommandQueue, pfnDestroyCb, ze_command_queue_destroy_params_t, "zeCommandQueueDestroy", other, queue_destroy) \
   X(CommandQueue, pfnExecuteCommandListsCb, ze_command_queue_execute_command_lists_params_t,                    \
     "zeCommandQueueExecuteCommandLists", launch, execute)                                                       \
   X(CommandQueue, pfnSynchronizeCb, ze_command_queue_synchronize_params_t, "zeCommandQueueSynchronize",         \
@@ -60,7 +60,7 @@
   X(Mem, pfnGetAllocPropertiesCb, ze_mem_get_alloc_properties_params_t, "zeMemGetAllocProperties", other,       \
     plain)                                                                                                      \
   X(Kernel, pfnCreateCb, ze_kernel_create_params_t, "zeKernelCreate", other, kernel_create)                     \
-  X(Kernel, pfnDestroyCb, ze_kernel_destroy_params_t, "zeKernelDestroy", other, plain)                          \
+  X(Kernel, pfnDestroyCb, ze_kernel_destroy_params_t, "zeKernelDestroy", other, kernel_destroy)                 \
   X(Kernel, pfnSetGroupSizeCb, ze_kernel_set_group_size_params_t, "zeKernelSetGroupSize", other,                \
     kernel_group_size)                                                                                          \
   X(Kernel, pfnSetArgumentValueCb, ze_kernel_set_argument_value_params_t, "zeKernelSetArgumentValue", other,    \

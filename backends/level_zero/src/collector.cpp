@@ -44,6 +44,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -107,7 +108,9 @@ enum class handling : std::uint8_t {
   allocate_shared,
   release,
   kernel_create,
+  kernel_destroy,
   kernel_group_size,
+  queue_destroy,
   context_destroy,
 };
 
@@ -223,9 +226,9 @@ class level_zero_collector final : public runtime::collector {
   operation* prepare(ze_command_list_handle_t list, ze_event_handle_t* signal, gpu_operation kind);
   // The append failed: the operation prepare() added goes.
   void discard_prepared(ze_command_list_handle_t list, ze_event_handle_t signal);
-  void finish_append(ze_result_t result);
   // Reads the timestamps of signalled pending operations; `only` limits it to one event.
-  void harvest(bool wait_for_all, ze_event_handle_t only = nullptr);  // state_mutex_ held
+  // `final`: the last drain, operations still running are counted and dropped.
+  void harvest(bool final, ze_event_handle_t only = nullptr);  // state_mutex_ held
   void complete(operation& done, const ze_kernel_timestamp_result_t& times);
 
   std::atomic<bool> active_{false};
@@ -369,7 +372,6 @@ void level_zero_collector::enter(Params* params) {
       std::copy(std::begin(launched.group_size), std::end(launched.group_size), attributes.block);
       attributes.local_memory_per_thread = launched.private_memory;
       attributes.static_shared_memory = launched.local_memory;
-      attributes.registers_per_thread = 0;
       attributes.simd_width = launched.simd_width;
     }
     const ze_group_count_t* groups = nullptr;
@@ -475,7 +477,6 @@ void level_zero_collector::enter(Params* params) {
   } else if constexpr (kind.what == handling::event_reset) {
     // The program reuses or destroys the event: read it now.
     std::lock_guard lock{state_mutex_};
-    collector_call_scope scope;
     harvest(false, *params->phEvent);
     for (auto it = pending_.begin(); it != pending_.end();)
       if (it->event == *params->phEvent && !it->own_event) {
@@ -515,7 +516,6 @@ void level_zero_collector::enter(Params* params) {
   } else if constexpr (kind.what == handling::context_destroy) {
     // Own events go before their context does; what they hold is read first.
     std::lock_guard lock{state_mutex_};
-    collector_call_scope scope;
     harvest(false);
     const auto events = own_events_.find(*params->phContext);
     if (events == own_events_.end()) return;
@@ -529,6 +529,12 @@ void level_zero_collector::enter(Params* params) {
     for (ze_event_handle_t event : events->second.all) zeEventDestroy(event);
     for (ze_event_pool_handle_t pool : events->second.pools) zeEventPoolDestroy(pool);
     own_events_.erase(events);
+  } else if constexpr (kind.what == handling::kernel_destroy) {
+    std::lock_guard lock{state_mutex_};
+    kernels_.erase(*params->phKernel);
+  } else if constexpr (kind.what == handling::queue_destroy) {
+    std::lock_guard lock{state_mutex_};
+    queues_.erase(*params->phCommandQueue);
   } else if constexpr (kind.what == handling::kernel_group_size) {
     std::lock_guard lock{state_mutex_};
     kernel_state& kernel = kernels_[*params->phKernel];
@@ -583,7 +589,7 @@ void level_zero_collector::leave(Params* params, ze_result_t result) {
       const bool described = zeKernelGetProperties(kernel, &properties) == ZE_RESULT_SUCCESS;
       const char* name = (*params->pdesc)->pKernelName;
       std::lock_guard lock{state_mutex_};
-      kernel_state& state = kernels_[kernel];
+      kernel_state& state = kernels_[kernel] = kernel_state{};  // a handle may be reused
       state.name = kernel_names_.insert(name != nullptr ? name : "kernel").first->c_str();
       if (described) {
         state.simd_width = properties.maxSubgroupSize;
@@ -635,7 +641,7 @@ device_state* level_zero_collector::device_of(ze_device_handle_t handle) {
 }
 
 void level_zero_collector::refresh_pair(ze_device_handle_t handle, device_state& device) {
-  // Bracketed by two host readings: the midpoint is the host time of the device's.
+  // The driver reads both clocks together; the host's is CLOCK_MONOTONIC_RAW on Linux.
   std::uint64_t host = 0;
   std::uint64_t ticks = 0;
   if (zeDeviceGetGlobalTimestamps(handle, &host, &ticks) != ZE_RESULT_SUCCESS) return;
