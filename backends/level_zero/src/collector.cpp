@@ -52,6 +52,7 @@
 #include "api_table.hpp"
 #include "device_clock.hpp"
 #include "ferret/ferret.hpp"
+#include "ferret/python/call_stack.hpp"
 #include "ferret/runtime/api_policy.hpp"
 #include "ferret/runtime/runtime.hpp"
 
@@ -342,7 +343,10 @@ const detail::site* level_zero_collector::site_for(std::size_t index) {
   return created;
 }
 
+// Inside the call's region: the Python frames behind it (when CPython runs
+// the thread), then the correlation its device work carries.
 void level_zero_collector::write_correlation(std::size_t index, std::uint64_t correlation) {
+  python::record_call_stack();
   if (detail::recording())
     if (const detail::site* site = site_for(index))
       detail::write_with_payload(detail::word_of(site, detail::kind_correlation), correlation);
