@@ -773,6 +773,8 @@ class chrome_backend final : public runtime::backend {
                    kernel.block[1], kernel.block[2], kernel.registers_per_thread,
                    kernel.static_shared_memory, kernel.dynamic_shared_memory,
                    kernel.local_memory_per_thread);
+    if (kernel.simd_width != 0)  // Level Zero kernels
+      fmt::format_to(std::back_inserter(buffer_), R"(,"SIMD width":{})", kernel.simd_width);
     // Negative: the device's limits are unknown.
     if (kernel.occupancy >= 0 && std::isfinite(kernel.occupancy))
       fmt::format_to(std::back_inserter(text_), R"(,"theoretical occupancy":{})",

@@ -49,6 +49,9 @@ constexpr setting table[] = {
      "counted per name (metadata cuda-api-unrecorded:<call>, a CUPTI callback each). "
      "work-uncounted: the same regions, the other calls not subscribed to (no cost, no counts). "
      "all: every runtime call."},
+    {"FERRET_LEVEL_ZERO_API", "work, work-uncounted or all", "work",
+     "Level Zero collector: which API calls become regions, as FERRET_CUDA_API (metadata "
+     "level-zero-api-unrecorded:<call>). all: every call the collector traces."},
 };
 }  // namespace
 
