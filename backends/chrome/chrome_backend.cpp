@@ -301,6 +301,11 @@ class chrome_backend final : public runtime::backend {
  private:
   // --- events -------------------------------------------------------------
 
+  void communication(const runtime::communication_event* events, std::size_t count) override {
+    if (closed_) return;
+    for (std::size_t i = 0; i < count; ++i) append_message_end(events[i]);
+  }
+
   void begin_event() {
     if (events_ != 0) buffer_.append(",\n");
     ++events_;
@@ -412,6 +417,28 @@ class chrome_backend final : public runtime::backend {
     }
     append_complete(thread, stack[match - 1], end.time_ns, nullptr);
     stack.resize(match - 1);
+  }
+
+  // A message's two ends as thread instants (category "mpi-message"): the
+  // send where it was posted, the receive where it completed. ferret-merge
+  // joins them into flows across the ranks' traces.
+  void append_message_end(const runtime::communication_event& event) {
+    using runtime::communication_kind;
+    const bool sent = event.kind == communication_kind::send || event.kind == communication_kind::isend;
+    const bool received =
+        event.kind == communication_kind::receive || event.kind == communication_kind::irecv;
+    if ((!sent && !received) || event.peer_process == runtime::no_rank) return;
+    end_ns_ = std::max(end_ns_, event.time_ns);
+    begin_event();
+    fmt::format_to(std::back_inserter(buffer_),
+                   R"({{"ph":"i","s":"t","name":"{}","cat":"mpi-message","pid":{},"tid":{},"ts":)",
+                   sent ? "MPI send" : "MPI receive", session_.pid, event.tid);
+    append_us(buffer_, event.time_ns);
+    fmt::format_to(std::back_inserter(buffer_),
+                   R"(,"args":{{"{}":{},"communicator":{},"tag":{},"bytes":{}}})",
+                   sent ? "to" : "from", event.peer_process, event.communicator, event.tag,
+                   event.bytes);
+    end_event();
   }
 
   void append_mark(const thread_state& thread, const record& mark) {

@@ -245,6 +245,8 @@ struct session {
   object_history objects;
   std::vector<gpu_activity> gpu_batch;
   std::vector<gpu_device_info> gpu_devices;
+  std::vector<communicator_info> new_communicators;
+  std::vector<communication_event> communication_batch;
   std::uint64_t gpu_operations = 0;
   std::uint64_t gpu_without_launch = 0;  // a correlation id no drained call carried
   std::uint64_t gpu_without_call = 0;    // no correlation id: the driver's own work
@@ -322,6 +324,7 @@ class runtime_state {
   void drain_locked(session& s, bool final);
   void deliver_objects(session& s);
   void deliver_gpu_activity(session& s);
+  void deliver_communication(session& s);
   bool drain_thread(session& s, thread_state& state);
   const context_node* launch_context(session& s, thread_state& state);
   const name_info* name_of(session& s, const site* record_site);
@@ -450,7 +453,8 @@ bool runtime_state::start_session() {
             "timestamps from different cores may disagree");
   s->clock.start(hardware, g_process_start_ns);
   info.clock_source = s->clock.source_name();
-  info.start_monotonic_raw_ns = s->clock.start_monotonic_raw_ns();
+  // The clock itself never sees the test offset: only what the session publishes.
+  info.start_monotonic_raw_ns = s->clock.start_monotonic_raw_ns() + test_clock_offset_ns();
   info.start_realtime_ns = s->clock.start_realtime_ns();
 
   backend_context context{&s->info, expand_output(config_.output, info), false};
@@ -995,6 +999,18 @@ void runtime_state::deliver_gpu_activity(session& s) {
   s.objects.evict(s.cycle);
 }
 
+void runtime_state::deliver_communication(session& s) {
+  for (const communicator_info& communicator : s.new_communicators)
+    for (auto& out : s.backends) out->communicator(communicator);
+  s.new_communicators.clear();
+  for (communication_event& event : s.communication_batch)
+    event.time_ns -= s.info.start_monotonic_raw_ns;
+  if (!s.communication_batch.empty())
+    for (auto& out : s.backends)
+      out->communication(s.communication_batch.data(), s.communication_batch.size());
+  s.communication_batch.clear();
+}
+
 void runtime_state::drain_locked(session& s, bool final) {
   ++s.cycle;
   s.clock.add_sync_point();
@@ -1006,7 +1022,10 @@ void runtime_state::drain_locked(session& s, bool final) {
     std::lock_guard lock{collectors_mutex_};
     collectors = collectors_;
   }
-  for (collector* source : collectors) source->collect(s.gpu_batch, s.gpu_devices, final);
+  for (collector* source : collectors) {
+    source->collect(s.gpu_batch, s.gpu_devices, final);
+    source->collect_communication(s.new_communicators, s.communication_batch, final);
+  }
 
   std::vector<thread_state*> threads;
   {
@@ -1024,6 +1043,7 @@ void runtime_state::drain_locked(session& s, bool final) {
   }
   deliver_objects(s);
   deliver_gpu_activity(s);
+  deliver_communication(s);
 
   metadata_list runtime_metadata{
       {"buffer-bytes", static_cast<std::int64_t>(s.config.buffer_bytes)},
@@ -1352,6 +1372,10 @@ void unregister_allocation(const void* address) noexcept {
     internal::rt().unregister_object_at(address);
   } catch (...) {
   }
+}
+
+std::int64_t monotonic_raw_ns() noexcept {
+  return internal::monotonic_raw_ns() + internal::test_clock_offset_ns();
 }
 
 bool register_collector(collector* source) {
