@@ -296,6 +296,7 @@ class runtime_state {
   void unregister_object_at(const void* address);
   std::optional<data_object_info> find_object(const void* address);
   std::uint64_t find_object_id(const void* address);
+  std::uint64_t clock_reading() noexcept;
   std::uint64_t register_allocation(std::string_view api, std::uint64_t correlation,
                                     const void* address, std::size_t bytes, memory_kind memory,
                                     int device);
@@ -757,6 +758,11 @@ std::uint64_t runtime_state::register_object(std::string_view name, const void* 
   return object.id;
 }
 
+std::uint64_t runtime_state::clock_reading() noexcept {
+  session* s = current_.load(std::memory_order_acquire);
+  return s != nullptr ? s->clock.read() : 0;
+}
+
 std::uint64_t runtime_state::register_allocation(std::string_view api, std::uint64_t correlation,
                                                  const void* address, std::size_t bytes,
                                                  memory_kind memory, int device) {
@@ -1004,7 +1010,7 @@ void runtime_state::deliver_communication(session& s) {
     for (auto& out : s.backends) out->communicator(communicator);
   s.new_communicators.clear();
   for (communication_event& event : s.communication_batch)
-    event.time_ns -= s.info.start_monotonic_raw_ns;
+    event.time_ns = s.clock.to_ns(static_cast<std::uint64_t>(event.time_ns));
   if (!s.communication_batch.empty())
     for (auto& out : s.backends)
       out->communication(s.communication_batch.data(), s.communication_batch.size());
@@ -1026,6 +1032,9 @@ void runtime_state::drain_locked(session& s, bool final) {
     source->collect(s.gpu_batch, s.gpu_devices, final);
     source->collect_communication(s.new_communicators, s.communication_batch, final);
   }
+  // Before the threads' records: a backend that writes each thread's events in
+  // time order holds these until the records around them arrive.
+  deliver_communication(s);
 
   std::vector<thread_state*> threads;
   {
@@ -1043,7 +1052,6 @@ void runtime_state::drain_locked(session& s, bool final) {
   }
   deliver_objects(s);
   deliver_gpu_activity(s);
-  deliver_communication(s);
 
   metadata_list runtime_metadata{
       {"buffer-bytes", static_cast<std::int64_t>(s.config.buffer_bytes)},
@@ -1377,6 +1385,8 @@ void unregister_allocation(const void* address) noexcept {
 std::int64_t monotonic_raw_ns() noexcept {
   return internal::monotonic_raw_ns() + internal::test_clock_offset_ns();
 }
+
+std::uint64_t clock_reading() noexcept { return internal::rt().clock_reading(); }
 
 bool register_collector(collector* source) {
   return internal::rt().add_collector(source);
