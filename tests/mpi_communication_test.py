@@ -6,6 +6,10 @@
   ferret-merge joins them into one trace (also passing ferret-trace-check) in
   which every one of the 4 x 71 messages is a flow from its send to its
   receive and no receive ends before its send began.
+--mode otf2: one archive for the 4 ranks, read back by otf2-print (exit 0,
+  nothing on stderr, no INVALID reference), ferret-otf2-check, python3-otf2's
+  general checks (support/otf2_python_reader.py) and its MPI matching
+  (support/otf2_mpi_messages.py: every message, request and collective).
 --mode skew: the same with each rank's clock pretending to be off
   (FERRET_TEST_CLOCK_OFFSET_NS: 0, +40, -30, +70 ms): the offsets measured at
   MPI_Init and MPI_Finalize find the injected ones (within 1 ms), the corrected
@@ -35,9 +39,10 @@ def fail(message):
     sys.exit(1)
 
 
-def run_ranks(options, traces, skewed):
-    environment = dict(os.environ, **ENVIRONMENT, FERRET_BACKEND="chrome",
-                       FERRET_OUTPUT=traces + "/", FERRET_VERBOSE="1")
+def run_ranks(options, traces, skewed, backend="chrome"):
+    output = traces + "/" if backend == "chrome" else traces
+    environment = dict(os.environ, **ENVIRONMENT, FERRET_BACKEND=backend,
+                       FERRET_OUTPUT=output, FERRET_VERBOSE="1")
     if skewed:
         command = [options.mpiexec]
         for rank, offset in enumerate(INJECTED_NS):
@@ -51,9 +56,11 @@ def run_ranks(options, traces, skewed):
     if result.returncode != 0:
         fail(f"{' '.join(command)} exited with {result.returncode}")
     # FERRET_VERBOSE=1: ferret says only where each output went.
-    rest = re.sub(r"ferret: chrome trace: [^\n]*\n", "", result.stderr)
+    rest = re.sub(r"ferret: (chrome trace|otf2 archive): [^\n]*\n", "", result.stderr)
     if rest or "incomplete" in result.stderr:
         fail(f"unexpected messages from the ranks:\n{result.stderr}")
+    if backend != "chrome":
+        return []
     files = sorted(os.path.join(traces, name) for name in os.listdir(traces))
     if len(files) != RANKS:
         fail(f"expected {RANKS} traces, found {files}")
@@ -138,9 +145,44 @@ def check_merged(document, path):
     return counts["receives-before-their-send"]
 
 
+def run_reader(command):
+    result = subprocess.run(command, capture_output=True, text=True)
+    print(result.stdout[-2000:] + result.stderr)
+    if result.returncode != 0:
+        fail(f"{' '.join(command)} exited with {result.returncode}")
+    return result
+
+
+def check_archive(options):
+    archive = os.path.join(options.work, "run")
+    run_ranks(options, archive, False, backend="otf2")
+    anchor = os.path.join(archive, "traces.otf2")
+    printed = subprocess.run([options.otf2_print, anchor], capture_output=True, text=True)
+    if printed.returncode != 0 or printed.stderr or "INVALID" in printed.stdout:
+        fail(f"otf2-print: exit {printed.returncode}, stderr {printed.stderr!r}, "
+             f"INVALID references: {printed.stdout.count('INVALID')}")
+    for record, expected in (("MPI_SEND", 4 * 30), ("MPI_RECV", 4 * 30), ("MPI_ISEND", 4 * 41),
+                             ("MPI_IRECV", 4 * 41), ("MPI_COLLECTIVE_END", 4 * 10)):
+        found = sum(1 for line in printed.stdout.splitlines() if line.split(" ", 1)[0] == record)
+        if found != expected:
+            fail(f"otf2-print shows {found} {record} records, expected {expected}")
+    checked = run_reader([options.otf2_check, anchor])
+    messages = RANKS * MESSAGES_PER_RANK
+    expected_line = f"MPI: {messages} messages sent, {messages} received, {RANKS * 10} collective calls"
+    if expected_line not in checked.stdout:
+        fail(f"ferret-otf2-check does not say '{expected_line}'")
+    support = os.path.join(os.path.dirname(os.path.abspath(__file__)), "support")
+    run_reader([options.otf2_python, os.path.join(support, "otf2_python_reader.py"), anchor])
+    run_reader([options.otf2_python, os.path.join(support, "otf2_mpi_messages.py"), anchor,
+                "--messages", str(RANKS * MESSAGES_PER_RANK), "--collectives", str(RANKS * 10)])
+
+
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--mode", choices=["chrome", "skew"], required=True)
+    parser.add_argument("--mode", choices=["chrome", "skew", "otf2"], required=True)
+    parser.add_argument("--otf2-print")
+    parser.add_argument("--otf2-check")
+    parser.add_argument("--otf2-python")
     parser.add_argument("--app", required=True)
     parser.add_argument("--mpiexec", required=True)
     parser.add_argument("--merge", required=True)
@@ -150,6 +192,10 @@ def main():
     shutil.rmtree(options.work, ignore_errors=True)
     traces = os.path.join(options.work, "traces")
     os.makedirs(traces)
+    if options.mode == "otf2":
+        check_archive(options)
+        print("ok")
+        return
     files = run_ranks(options, traces, options.mode == "skew")
     trace_check(options, files)
     check_rank_traces(files)
