@@ -9,7 +9,10 @@
 --mode otf2: one archive for the 4 ranks, read back by otf2-print (exit 0,
   nothing on stderr, no INVALID reference), ferret-otf2-check, python3-otf2's
   general checks (support/otf2_python_reader.py) and its MPI matching
-  (support/otf2_mpi_messages.py: every message, request and collective).
+  (support/otf2_mpi_messages.py: every message, request and collective, no
+  receive before its send).
+--mode otf2-skew: the same with skewed clocks (below): the archive's clock
+  offsets put every receive after its send for OTF2's readers.
 --mode skew: the same with each rank's clock pretending to be off
   (FERRET_TEST_CLOCK_OFFSET_NS: 0, +40, -30, +70 ms): the offsets measured at
   MPI_Init and MPI_Finalize find the injected ones (within 1 ms), the corrected
@@ -153,9 +156,9 @@ def run_reader(command):
     return result
 
 
-def check_archive(options):
+def check_archive(options, skewed):
     archive = os.path.join(options.work, "run")
-    run_ranks(options, archive, False, backend="otf2")
+    run_ranks(options, archive, skewed, backend="otf2")
     anchor = os.path.join(archive, "traces.otf2")
     printed = subprocess.run([options.otf2_print, anchor], capture_output=True, text=True)
     if printed.returncode != 0 or printed.stderr or "INVALID" in printed.stdout:
@@ -179,7 +182,7 @@ def check_archive(options):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--mode", choices=["chrome", "skew", "otf2"], required=True)
+    parser.add_argument("--mode", choices=["chrome", "skew", "otf2", "otf2-skew"], required=True)
     parser.add_argument("--otf2-print")
     parser.add_argument("--otf2-check")
     parser.add_argument("--otf2-python")
@@ -192,8 +195,8 @@ def main():
     shutil.rmtree(options.work, ignore_errors=True)
     traces = os.path.join(options.work, "traces")
     os.makedirs(traces)
-    if options.mode == "otf2":
-        check_archive(options)
+    if options.mode.startswith("otf2"):
+        check_archive(options, options.mode == "otf2-skew")
         print("ok")
         return
     files = run_ranks(options, traces, options.mode == "skew")

@@ -60,13 +60,15 @@ add_test(NAME mpi_communication_skewed_clocks
                  --work ${CMAKE_CURRENT_BINARY_DIR}/mpi_communication_skewed_clocks)
 set_tests_properties(mpi_communication_skewed_clocks PROPERTIES LABELS "process;mpi")
 if(FERRET_HAVE_OTF2)
-  add_test(NAME mpi_communication_otf2
-           COMMAND ${FERRET_TEST_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/mpi_communication_test.py
-                   --mode otf2 --app $<TARGET_FILE:mpi_communication_app> --mpiexec ${MPIEXEC_EXECUTABLE}
-                   --merge ${PROJECT_SOURCE_DIR}/tools/ferret-merge
-                   --trace-check $<TARGET_FILE:ferret-trace-check>
-                   --otf2-print ${FERRET_OTF2_PRINT} --otf2-check $<TARGET_FILE:ferret-otf2-check>
-                   --otf2-python ${FERRET_OTF2_PYTHON}
-                   --work ${CMAKE_CURRENT_BINARY_DIR}/mpi_communication_otf2)
-  set_tests_properties(mpi_communication_otf2 PROPERTIES LABELS "process;mpi")
+  foreach(mode otf2 otf2-skew)
+    string(REPLACE "-" "_" name mpi_communication_${mode})
+    add_test(NAME ${name}
+             COMMAND ${FERRET_TEST_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/mpi_communication_test.py
+                     --mode ${mode} --app $<TARGET_FILE:mpi_communication_app>
+                     --mpiexec ${MPIEXEC_EXECUTABLE} --merge ${PROJECT_SOURCE_DIR}/tools/ferret-merge
+                     --trace-check $<TARGET_FILE:ferret-trace-check>
+                     --otf2-print ${FERRET_OTF2_PRINT} --otf2-check $<TARGET_FILE:ferret-otf2-check>
+                     --otf2-python ${FERRET_OTF2_PYTHON} --work ${CMAKE_CURRENT_BINARY_DIR}/${name})
+    set_tests_properties(${name} PROPERTIES LABELS "process;mpi")
+  endforeach()
 endif()

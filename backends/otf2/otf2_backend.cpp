@@ -11,13 +11,14 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <limits>
-#include <deque>
 #include <map>
 #include <memory>
 #include <new>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -390,6 +391,7 @@ class otf2_backend final : public runtime::backend {
     events_dropped_ = status.events_dropped;
     if (!status.final) return;  // OTF2's writers flush full chunks by themselves
     closed_ = true;
+    if (status.user_metadata != nullptr) remember_clock_offsets(*status.user_metadata);
     const otf2_error_scope errors{errors_};
     // A run's ranks close the archive together, whatever failed on one of them.
     if (failed_ && group_ == nullptr) {
@@ -581,6 +583,23 @@ class otf2_backend final : public runtime::backend {
                           name.file, name.line);
     }
     return region;
+  }
+
+  // The MPI layer's clock offsets to rank 0 (docs/mpi.md): its run metadata
+  // mpi-clock-{init,finalize}-{local,offset}-ns, on CLOCK_MONOTONIC_RAW like
+  // this archive's timestamps.
+  void remember_clock_offsets(const runtime::metadata_list& metadata) {
+    const auto value = [&metadata](const std::string& key) -> std::optional<std::int64_t> {
+      for (const auto& [name, v] : metadata)
+        if (name == key && std::holds_alternative<std::int64_t>(v)) return std::get<std::int64_t>(v);
+      return std::nullopt;
+    };
+    for (const char* when : {"init", "finalize"}) {
+      const std::string prefix = std::string{"mpi-clock-"} + when;
+      const auto local = value(prefix + "-local-ns"), offset = value(prefix + "-offset-ns");
+      if (local && offset && *local > 0) clock_offsets_.emplace_back(*local, *offset);
+    }
+    std::sort(clock_offsets_.begin(), clock_offsets_.end());
   }
 
   // Writes the thread's MPI events before `time_ns` (at it too, unless
@@ -902,8 +921,16 @@ class otf2_backend final : public runtime::backend {
   definitions local_definitions(const std::vector<std::uint64_t>& event_counts,
                                 const session_status& status) {
     definitions d;
-    d.clock.offset = offset_;
-    d.clock.length = latest_ > offset_ ? latest_ - offset_ : 0;
+    // Readers shift this rank's timestamps by its clock offsets: the trace
+    // must hold them shifted either way.
+    std::int64_t earliest_shift = 0, latest_shift = 0;
+    for (const auto& point : clock_offsets_) {
+      earliest_shift = std::min(earliest_shift, -point.second);
+      latest_shift = std::max(latest_shift, -point.second);
+    }
+    d.clock.offset = offset_ - std::min<std::uint64_t>(offset_, static_cast<std::uint64_t>(-earliest_shift));
+    const std::uint64_t end = std::max(latest_, offset_) + static_cast<std::uint64_t>(latest_shift);
+    d.clock.length = end - d.clock.offset;
     d.clock.realtime =
         static_cast<std::uint64_t>(std::max<std::int64_t>(session_.start_realtime_ns, 0));
     d.system_tree_nodes = {{machine_name_, string_ref("machine"), undefined_ref},
@@ -977,6 +1004,11 @@ class otf2_backend final : public runtime::backend {
       if (mappings != nullptr)
         if (const std::string failed = write_mapping_tables(writer, *mappings); !failed.empty())
           fail("writing the mapping tables: " + failed);
+      // OTF2's readers correct this location's timestamps with them (linear
+      // interpolation), as they do for Score-P's archives.
+      for (const auto& [when, offset] : clock_offsets_)
+        ok(OTF2_DefWriter_WriteClockOffset(writer, static_cast<std::uint64_t>(when), -offset, 0.0),
+           "ClockOffset");
       ok(OTF2_Archive_CloseDefWriter(archive_, writer), "definitions");
     }
     ok(OTF2_Archive_CloseDefFiles(archive_), "closing the definition files");
@@ -1146,7 +1178,8 @@ class otf2_backend final : public runtime::backend {
   };
   std::vector<mpi_comm_def> mpi_comms_;
   std::unordered_map<std::uint64_t, std::uint32_t> mpi_comm_of_;  // layer's id → local comm id
-  std::uint32_t mpi_location_ = no_ref;  // the rank's location in the MPI COMM_LOCATIONS group
+  std::uint32_t mpi_location_ = no_ref;
+  std::vector<std::pair<std::int64_t, std::int64_t>> clock_offsets_;  // (local time, local - rank 0)  // the rank's location in the MPI COMM_LOCATIONS group
 };
 
 // Records held until MPI_Init when the MPI layer is loaded (see

@@ -7,8 +7,9 @@ Every MpiSend/MpiIsend must meet one MpiRecv/MpiIrecv of the same communicator,
 sender, receiver and tag (in order, as MPI delivers them), with the same
 length; every MpiIsend completes once (MpiIsendComplete of its request on its
 location) and every MpiIrecv was requested (MpiIrecvRequest); every
-MpiCollectiveEnd follows a MpiCollectiveBegin on its location. N messages and C
-collective calls in all. Prints one line and exits 0, or the errors and 1.
+MpiCollectiveEnd follows a MpiCollectiveBegin on its location; no receive
+ends before its send began (timestamps as the reader gives them: corrected by
+the archive's clock offsets). N messages and C collective calls in all. Prints one line and exits 0, or the errors and 1.
 """
 import argparse
 import collections
@@ -37,14 +38,14 @@ def main():
                 members = list(event.communicator.group.members)
                 key = (event.communicator.name, location.name, location.group.name,
                        members[event.receiver].group.name, event.msg_tag)
-                sends[key].append(event.msg_length)
+                sends[key].append((event.time, event.msg_length))
                 if isinstance(event, MpiIsend):
                     open_requests[(location.group.name, event.request_id)] = "isend"
             elif isinstance(event, (MpiRecv, MpiIrecv)):
                 members = list(event.communicator.group.members)
                 key = (event.communicator.name, members[event.sender].name,
                        members[event.sender].group.name, location.group.name, event.msg_tag)
-                receives[key].append(event.msg_length)
+                receives[key].append((event.time, event.msg_length))
                 if isinstance(event, MpiIrecv) and open_requests.pop((location.group.name, event.request_id), None) != "irecv":
                     errors.append(f"{location.group.name}: MpiIrecv of request {event.request_id} never requested")
             elif isinstance(event, MpiIrecvRequest):
@@ -65,10 +66,12 @@ def main():
         out, into = list(sends.get(key, [])), list(receives.get(key, []))
         if len(out) != len(into):
             errors.append(f"{key}: {len(out)} sends, {len(into)} receives")
-        for sent, received in zip(out, into):
+        for (sent_at, sent), (received_at, received) in zip(out, into):
             matched += 1
             if sent != received:
                 errors.append(f"{key}: {sent} bytes sent, {received} received")
+            if received_at < sent_at:
+                errors.append(f"{key}: received at {received_at}, before its send at {sent_at}")
     if open_requests:
         errors.append(f"requests never completed: {sorted(open_requests)[:5]}")
     if matched != options.messages:
