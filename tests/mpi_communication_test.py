@@ -13,6 +13,10 @@
   receive before its send).
 --mode otf2-skew: the same with skewed clocks (below): the archive's clock
   offsets put every receive after its send for OTF2's readers.
+--mode tau: one TAU profile per rank, passing ferret-tau-check, with the
+  message sizes as TAU's MPI wrapper writes them: "Message size sent to node
+  <n>" per peer (the counts and sizes the app sends), "... sent to all nodes"
+  and "... received from all nodes" (71 each).
 --mode skew: the same with each rank's clock pretending to be off
   (FERRET_TEST_CLOCK_OFFSET_NS: 0, +40, -30, +70 ms): the offsets measured at
   MPI_Init and MPI_Finalize find the injected ones (within 1 ms), the corrected
@@ -43,7 +47,7 @@ def fail(message):
 
 
 def run_ranks(options, traces, skewed, backend="chrome"):
-    output = traces + "/" if backend == "chrome" else traces
+    output = traces + "/" if backend in ("chrome", "tau") else traces
     environment = dict(os.environ, **ENVIRONMENT, FERRET_BACKEND=backend,
                        FERRET_OUTPUT=output, FERRET_VERBOSE="1")
     if skewed:
@@ -59,7 +63,7 @@ def run_ranks(options, traces, skewed, backend="chrome"):
     if result.returncode != 0:
         fail(f"{' '.join(command)} exited with {result.returncode}")
     # FERRET_VERBOSE=1: ferret says only where each output went.
-    rest = re.sub(r"ferret: (chrome trace|otf2 archive): [^\n]*\n", "", result.stderr)
+    rest = re.sub(r"ferret: (chrome trace|otf2 archive|tau profile): [^\n]*\n", "", result.stderr)
     if rest or "incomplete" in result.stderr:
         fail(f"unexpected messages from the ranks:\n{result.stderr}")
     if backend != "chrome":
@@ -180,9 +184,48 @@ def check_archive(options, skewed):
                 "--messages", str(RANKS * MESSAGES_PER_RANK), "--collectives", str(RANKS * 10)])
 
 
+def user_events(profile):
+    events = {}
+    with open(profile, encoding="utf-8") as handle:
+        lines = handle.read().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.endswith(" userevents"))
+    for line in lines[start + 2:]:
+        match = re.match(r'"(.*)" (\d+) (\S+) (\S+) (\S+) (\S+)$', line)
+        if not match:
+            break
+        events[match.group(1)] = (int(match.group(2)), float(match.group(3)), float(match.group(4)))
+    return events
+
+
+def check_tau(options):
+    profiles = os.path.join(options.work, "profiles")
+    run_ranks(options, profiles, False, backend="tau")
+    directories = sorted(os.path.join(profiles, name) for name in os.listdir(profiles))
+    run_reader([options.tau_check, *directories])
+    for rank in range(RANKS):
+        found = [os.path.join(d, f"profile.{rank}.0.0") for d in directories
+                 if os.path.exists(os.path.join(d, f"profile.{rank}.0.0"))]
+        if len(found) != 1:
+            fail(f"rank {rank}: profiles {found}")
+        events = user_events(found[0])
+        right, left, partner = (rank + 1) % RANKS, (rank + RANKS - 1) % RANKS, rank ^ 1
+        # To the right: ring, halo, shift, dup; to the left: halo; to the partner: pair.
+        expected = {right: [20 + 20 + 5 + 1, 512, 4], left: [20, 512, 512]}
+        expected[partner][0] += 5
+        expected[partner][2] = min(expected[partner][2], 8)
+        for peer, (count, largest, smallest) in expected.items():
+            name = f"Message size sent to node {peer}"
+            if events.get(name) != (count, largest, smallest):
+                fail(f"rank {rank}: {name} is {events.get(name)}, expected {(count, largest, smallest)}")
+        for name in ("Message size sent to all nodes", "Message size received from all nodes"):
+            if events.get(name, (0,))[0] != MESSAGES_PER_RANK:
+                fail(f"rank {rank}: {name} is {events.get(name)}, expected {MESSAGES_PER_RANK} messages")
+
+
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--mode", choices=["chrome", "skew", "otf2", "otf2-skew"], required=True)
+    parser.add_argument("--mode", choices=["chrome", "skew", "otf2", "otf2-skew", "tau"], required=True)
+    parser.add_argument("--tau-check")
     parser.add_argument("--otf2-print")
     parser.add_argument("--otf2-check")
     parser.add_argument("--otf2-python")
@@ -195,6 +238,10 @@ def main():
     shutil.rmtree(options.work, ignore_errors=True)
     traces = os.path.join(options.work, "traces")
     os.makedirs(traces)
+    if options.mode == "tau":
+        check_tau(options)
+        print("ok")
+        return
     if options.mode.startswith("otf2"):
         check_archive(options, options.mode == "otf2-skew")
         print("ok")
