@@ -161,6 +161,12 @@ void unregister_allocation(const void* address) noexcept {
   }
 }
 
+std::int64_t monotonic_raw_ns() noexcept {
+  return internal::monotonic_raw_ns() + internal::test_clock_offset_ns();
+}
+
+std::uint64_t clock_reading() noexcept { return internal::rt().clock_reading(); }
+
 bool register_collector(collector* source) {
   return internal::rt().add_collector(source);
 }

@@ -1,6 +1,7 @@
 #include "clock.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 #include <time.h>
@@ -55,6 +56,14 @@ __extension__ using wide = __int128;
 
 std::int64_t monotonic_raw_ns() noexcept { return read_clock(CLOCK_MONOTONIC_RAW); }
 std::int64_t realtime_ns() noexcept { return read_clock(CLOCK_REALTIME); }
+
+std::int64_t test_clock_offset_ns() noexcept {
+  static const std::int64_t offset = [] {
+    const char* text = std::getenv("FERRET_TEST_CLOCK_OFFSET_NS");
+    return text != nullptr ? std::strtoll(text, nullptr, 10) : 0LL;
+  }();
+  return offset;
+}
 
 bool hardware_counter_is_invariant() noexcept {
 #if defined(__x86_64__)

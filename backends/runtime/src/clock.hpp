@@ -17,6 +17,9 @@ enum class clock_source { tsc, cntvct, monotonic_raw };
 
 std::int64_t monotonic_raw_ns() noexcept;
 std::int64_t realtime_ns() noexcept;
+// FERRET_TEST_CLOCK_OFFSET_NS: how far this process pretends its host clock is
+// off (tests of the MPI clock alignment); 0 unless set.
+std::int64_t test_clock_offset_ns() noexcept;
 
 // Whether the CPU's counter can timestamp events from every core: the CPU
 // reports an invariant TSC, or the kernel itself uses it as its clocksource.

@@ -41,6 +41,11 @@ std::uint64_t runtime_state::register_object(std::string_view name, const void* 
   return object.id;
 }
 
+std::uint64_t runtime_state::clock_reading() noexcept {
+  session* s = current_.load(std::memory_order_acquire);
+  return s != nullptr ? s->clock.read() : 0;
+}
+
 std::uint64_t runtime_state::register_allocation(std::string_view api, std::uint64_t correlation,
                                                  const void* address, std::size_t bytes,
                                                  memory_kind memory, int device) {

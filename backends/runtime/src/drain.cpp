@@ -224,6 +224,18 @@ void runtime_state::deliver_gpu_activity(session& s) {
   s.objects.evict(s.cycle);
 }
 
+void runtime_state::deliver_communication(session& s) {
+  for (const communicator_info& communicator : s.new_communicators)
+    for (auto& out : s.backends) out->communicator(communicator);
+  s.new_communicators.clear();
+  for (communication_event& event : s.communication_batch)
+    event.time_ns = s.clock.to_ns(static_cast<std::uint64_t>(event.time_ns));
+  if (!s.communication_batch.empty())
+    for (auto& out : s.backends)
+      out->communication(s.communication_batch.data(), s.communication_batch.size());
+  s.communication_batch.clear();
+}
+
 void runtime_state::drain_locked(session& s, bool final) {
   ++s.cycle;
   s.clock.add_sync_point();
@@ -235,7 +247,13 @@ void runtime_state::drain_locked(session& s, bool final) {
     std::lock_guard lock{collectors_mutex_};
     collectors = collectors_;
   }
-  for (collector* source : collectors) source->collect(s.gpu_batch, s.gpu_devices, final);
+  for (collector* source : collectors) {
+    source->collect(s.gpu_batch, s.gpu_devices, final);
+    source->collect_communication(s.new_communicators, s.communication_batch, final);
+  }
+  // Before the threads' records: a backend that writes each thread's events in
+  // time order holds these until the records around them arrive.
+  deliver_communication(s);
 
   std::vector<thread_state*> threads;
   {

@@ -221,6 +221,8 @@ struct session {
   object_history objects;
   std::vector<gpu_activity> gpu_batch;
   std::vector<gpu_device_info> gpu_devices;
+  std::vector<communicator_info> new_communicators;
+  std::vector<communication_event> communication_batch;
   std::uint64_t gpu_operations = 0;
   std::uint64_t gpu_without_launch = 0;  // a correlation id no drained call carried
   std::uint64_t gpu_without_call = 0;    // no correlation id: the driver's own work
@@ -287,6 +289,7 @@ class runtime_state {
   void unregister_object_at(const void* address);
   std::optional<data_object_info> find_object(const void* address);
   std::uint64_t find_object_id(const void* address);
+  std::uint64_t clock_reading() noexcept;
   std::uint64_t register_allocation(std::string_view api, std::uint64_t correlation,
                                     const void* address, std::size_t bytes, memory_kind memory,
                                     int device);
@@ -319,6 +322,7 @@ class runtime_state {
   const char* stored(const char* text);
   void deliver_objects(session& s);
   void deliver_gpu_activity(session& s);
+  void deliver_communication(session& s);
   bool drain_thread(session& s, thread_state& state);
   const context_node* launch_context(session& s, thread_state& state);
   const name_info* name_of(session& s, const site* record_site);

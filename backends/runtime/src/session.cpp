@@ -114,7 +114,8 @@ bool runtime_state::start_session() {
             "timestamps from different cores may disagree");
   s->clock.start(hardware, g_process_start_ns);
   info.clock_source = s->clock.source_name();
-  info.start_monotonic_raw_ns = s->clock.start_monotonic_raw_ns();
+  // The clock itself never sees the test offset: only what the session publishes.
+  info.start_monotonic_raw_ns = s->clock.start_monotonic_raw_ns() + test_clock_offset_ns();
   info.start_realtime_ns = s->clock.start_realtime_ns();
 
   backend_context context{&s->info, expand_output(config_.output, info), false};
