@@ -23,7 +23,12 @@ if ! ldconfig -p | grep -q 'libnccl\.so\.2 '; then
   done
   [[ -n $nccl_folder ]] || { echo "nccl: no libnccl.so.2 (system, nvidia-nccl wheel, torch/lib, CUDA)"; exit 1; }
 fi
-export LD_LIBRARY_PATH=$build/lib${nccl_folder:+:$nccl_folder}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# CUPTI for ferret-run's CUDA collector (run.sh has put it on the path already).
+cupti_folder=
+for folder in /usr/local/cuda/extras/CUPTI/lib64 /usr/local/cuda/lib64 /usr/local/cuda/lib; do
+  if compgen -G "$folder/libcupti.so*" > /dev/null; then cupti_folder=$folder; break; fi
+done
+export LD_LIBRARY_PATH=$build/lib${nccl_folder:+:$nccl_folder}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}${cupti_folder:+:$cupti_folder}
 # NCCL says at init whether it loaded the plugin, and which interface version.
 export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV
 
