@@ -134,28 +134,54 @@ struct nccl_stand_in {
   };
 
   // One ncclGroupStart..ncclGroupEnd (depth 2) or one implicit group (depth 1)
-  // holding `operations`, launched as one plan (enqueue.cc, group.cc).
+  // holding `operations`, launched as one plan (enqueue.cc, group.cc). The
+  // regions "NVTX range ..." stand for NCCL's own NVTX ranges of its API calls
+  // (ferret-run makes them regions): the group API event starts inside the
+  // first call's range and ends in ncclGroupEnd's, so it cannot nest with them.
   void group(int depth, const operation* operations, int count) {
     api::event_descr_v5 group_api{};
     group_api.type = api::group_api;
     group_api.group_api.group_depth = depth;
-    void* group_handle = start(group_api);
-    if (group_handle != nullptr) profiler.state(group_handle, 23);  // ncclGroupStart returned
-    for (int i = 0; i < count; ++i) {
-      api::event_descr_v5 call = operations[i].api_call;
-      call.parent = group_handle;
-      stop(start(call));  // taskAppend: the API event spans the enqueue
+    void* group_handle = nullptr;
+    if (depth == 1) {  // ncclAllReduce alone: everything inside the call
+      FERRET_REGION("NVTX range of the call");
+      group_handle = start(group_api);
+      enqueue(operations[0], group_handle);
+      launch(operations, count);
+      stop(group_handle);
+      return;
     }
+    for (int i = 0; i < count; ++i) {
+      FERRET_REGION("NVTX range of the call");
+      if (i == 0) {
+        group_handle = start(group_api);
+        if (group_handle != nullptr) profiler.state(group_handle, 23);  // ncclGroupStart returned
+      }
+      enqueue(operations[i], group_handle);
+    }
+    FERRET_REGION("NVTX range of ncclGroupEnd");
     if (group_handle != nullptr) profiler.state(group_handle, 24);  // ncclGroupEnd called
-    api::event_descr_v5 launch{};
-    launch.type = api::kernel_launch;
-    void* launch_handle = start(launch);
+    launch(operations, count);
+    stop(group_handle);
+  }
+
+  // taskAppend: the API event spans the enqueue.
+  void enqueue(const operation& op, void* group_handle) {
+    api::event_descr_v5 call = op.api_call;
+    call.parent = group_handle;
+    stop(start(call));
+  }
+
+  // ncclLaunchKernel, then hostStreamPlanTask: the plan's group, its tasks
+  // started in one loop and stopped in another.
+  void launch(const operation* operations, int count) {
+    api::event_descr_v5 kernel{};
+    kernel.type = api::kernel_launch;
+    void* launch_handle = start(kernel);
     {
       FERRET_REGION("cuLaunchKernel stand-in");  // where the CUDA collector writes the launch
     }
     stop(launch_handle);
-    // hostStreamPlanTask: the plan's group, its tasks started in one loop and
-    // stopped in another.
     api::event_descr_v5 plan{};
     plan.type = api::group;
     void* plan_handle = start(plan);
@@ -163,7 +189,6 @@ struct nccl_stand_in {
     for (int i = 0; i < count; ++i) tasks[i] = start(operations[i].task);
     for (int i = 0; i < count; ++i) stop(tasks[i]);
     stop(plan_handle);
-    stop(group_handle);
   }
 };
 

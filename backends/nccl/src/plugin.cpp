@@ -12,8 +12,6 @@
 //   stopEvent  ──▶ region end
 //
 // What is a region (v5; v4 reports only the enqueued operations):
-//   group API       "ncclGroup" (ncclGroupStart..ncclGroupEnd; NCCL's implicit
-//                    group around a single call writes nothing)
 //   coll/p2p API    "ncclAllReduce ncclFloat32", "ncclSend ncclInt8", ...: the API call;
 //                    samples "nccl bytes" (count × datatype size), "nccl root"
 //   kernel launch   "kernel launch": NCCL launching its kernel (the CUDA
@@ -28,7 +26,10 @@
 // stops them in a second loop (start A, start B, stop A, stop B). A thread's
 // regions must nest, so an event stopped while a later one is still open is
 // ended when that one ends (counted: nccl-region-ends-deferred).
-// Not recorded: the plan's group event (no attributes), proxy, network and
+// Not recorded: group API events — NCCL starts one inside the group's first
+// call (taskAppend) and stops it at the end of ncclGroupEnd, so it would cross
+// NCCL's own NVTX ranges of those calls (ncclAllReduce, ncclGroupEnd) on the
+// same thread; the plan's group event (no attributes); proxy, network and
 // kernel-channel events (NCCL is not asked for them).
 #include <atomic>
 #include <cinttypes>
@@ -322,7 +323,6 @@ const site* named(std::atomic<const site*>& cached, std::string_view text) {
   }
   return name;
 }
-std::atomic<const site*> g_group_site{nullptr};
 std::atomic<const site*> g_launch_site{nullptr};
 
 // ---------------------------------------------------------------------------
@@ -370,8 +370,8 @@ api::result stop_event(void* handle) noexcept {
   return guarded([&] { end(handle); });
 }
 
-// Only the group API event has states we could use (ncclGroupStart returned,
-// ncclGroupEnd called); its region already spans both.
+// Only the group API event has states (ncclGroupStart returned, ncclGroupEnd
+// called), and groups are not recorded.
 api::result record_event_state(void*, api::event_state, api::event_state_args*) noexcept { return api::success; }
 
 api::result finalize(void* context) noexcept {
@@ -385,7 +385,7 @@ api::result finalize(void* context) noexcept {
 api::result init_v5(void** context, std::uint64_t id, int* activation_mask, const char* name, int nodes,
                     int ranks, int rank, api::debug_logger) noexcept {
   return init(context, activation_mask, name, id, nodes, ranks, rank, 5,
-              api::group_api | api::coll_api | api::p2p_api | api::kernel_launch | api::coll | api::p2p);
+              api::coll_api | api::p2p_api | api::kernel_launch | api::coll | api::p2p);
 }
 
 api::result start_event_v5(void* context, void** handle, api::event_descr_v5* descr) noexcept {
@@ -395,9 +395,6 @@ api::result start_event_v5(void* context, void** handle, api::event_descr_v5* de
   const auto& comm = *static_cast<const communicator*>(context);
   return guarded([&] {
     switch (descr->type) {
-      case api::group_api:
-        if (descr->group_api.group_depth > 1) *handle = begin(comm, named(g_group_site, "ncclGroup"));
-        break;
       case api::coll_api:
         *handle = api_call(comm, descr->coll_api.func, descr->coll_api.datatype, descr->coll_api.count,
                            &descr->coll_api.root);
@@ -416,7 +413,7 @@ api::result start_event_v5(void* context, void** handle, api::event_descr_v5* de
         *handle = enqueued_point_to_point(comm, {p.func, p.datatype, p.count, p.peer, p.channels});
         break;
       }
-      default: break;  // the plan's group, proxy, network, kernel channels: not asked for
+      default: break;  // groups (see above); proxy, network, kernel channels: not asked for
     }
   });
 }
