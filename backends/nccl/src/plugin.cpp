@@ -138,8 +138,9 @@ bool has_root(const char* func) {
 const char* text_or(const char* text, const char* fallback) { return text != nullptr ? text : fallback; }
 
 // Region names from NCCL's strings, which are literals in NCCL (its
-// *ToString functions): cached per thread by the strings' addresses, so that
-// a hit costs a few compares and no lock; a miss interns the name once.
+// *ToString functions): cached per thread by the strings' addresses, with the
+// datatype's size and whether the function has a root, so that a hit costs a
+// few compares and no lock or string compare; a miss interns the name once.
 enum class name_kind : std::uint8_t { api_call, collective, point_to_point };
 
 struct name_key {
@@ -152,6 +153,13 @@ struct name_key {
     return kind == other.kind && func == other.func && datatype == other.datatype &&
            algorithm == other.algorithm && protocol == other.protocol;
   }
+};
+
+// What a name key gives: the region's site and what its samples need.
+struct name_facts {
+  const site* name = nullptr;
+  std::size_t element_size = 0;  // 0: unknown datatype
+  bool rooted = false;
 };
 
 std::string name_text(const name_key& key) {
@@ -187,21 +195,25 @@ struct thread_state {
   open_region open[max_depth];
   struct cached_name {
     name_key key;
-    const site* name;
+    name_facts facts;
   } names[name_cache_size] = {};
 };
 
 thread_state* my_state() noexcept { return runtime::per_thread<thread_state>::get(); }
 
-const site* region_site(thread_state& state, const name_key& key) {
+const name_facts& facts_of(thread_state& state, const name_key& key) {
   const auto mix = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) >> 3; };
   const std::uintptr_t hash = mix(key.func) * 31 + mix(key.datatype) * 7 + mix(key.algorithm) * 3 +
                               mix(key.protocol) + static_cast<std::uintptr_t>(key.kind);
   auto& slot = state.names[hash % name_cache_size];
-  if (slot.name != nullptr && slot.key == key) return slot.name;
-  const site* name = intern(name_text(key));
-  if (name != nullptr) slot = {key, name};
-  return name;
+  if (slot.facts.name != nullptr && slot.key == key) return slot.facts;
+  // The name text leaves the datatype out for enqueued operations; the key
+  // keeps it, for the element size.
+  name_key named_key = key;
+  if (key.kind != name_kind::api_call) named_key.datatype = nullptr;
+  slot = {key, {intern(name_text(named_key)), datatype_size(key.datatype), has_root(key.func)}};
+  if (slot.facts.element_size == 0) tally().unknown_datatypes.fetch_add(1, std::memory_order_relaxed);
+  return slot.facts;
 }
 
 // The communicator an init described; NCCL passes it back as the context.
@@ -255,21 +267,15 @@ void end(void* handle) {
   }
 }
 
-std::size_t bytes_of(std::size_t count, const char* datatype) {
-  const std::size_t size = datatype_size(datatype);
-  if (size == 0) tally().unknown_datatypes.fetch_add(1, std::memory_order_relaxed);
-  return count * size;
-}
-
 void* api_call(const communicator& comm, const char* func, const char* datatype, std::size_t count,
                const int* root) {
   thread_state* state = my_state();
   if (state == nullptr) return nullptr;
-  void* handle = begin(comm, region_site(*state, {name_kind::api_call, func, datatype, nullptr, nullptr}));
+  const name_facts& facts = facts_of(*state, {name_kind::api_call, func, datatype, nullptr, nullptr});
+  void* handle = begin(comm, facts.name);
   if (handle == nullptr) return nullptr;
-  const std::size_t bytes = bytes_of(count, datatype);
-  if (bytes != 0) sample(comm.counters->bytes, static_cast<double>(bytes));
-  if (root != nullptr && has_root(func)) sample(comm.counters->root, *root);
+  if (facts.element_size != 0) sample(comm.counters->bytes, static_cast<double>(count * facts.element_size));
+  if (root != nullptr && facts.rooted) sample(comm.counters->root, *root);
   return handle;
 }
 
@@ -286,12 +292,12 @@ struct collective {
 void* enqueued_collective(const communicator& comm, const collective& op) {
   thread_state* state = my_state();
   if (state == nullptr) return nullptr;
-  void* handle = begin(comm, region_site(*state, {name_kind::collective, op.func, nullptr, op.algorithm, op.protocol}));
+  const name_facts& facts = facts_of(*state, {name_kind::collective, op.func, op.datatype, op.algorithm, op.protocol});
+  void* handle = begin(comm, facts.name);
   if (handle == nullptr) return nullptr;
-  const std::size_t bytes = bytes_of(op.count, op.datatype);
-  if (bytes != 0) sample(comm.counters->bytes, static_cast<double>(bytes));
+  if (facts.element_size != 0) sample(comm.counters->bytes, static_cast<double>(op.count * facts.element_size));
   sample(comm.counters->channels, op.channels);
-  if (has_root(op.func)) sample(comm.counters->root, op.root);
+  if (facts.rooted) sample(comm.counters->root, op.root);
   return handle;
 }
 
@@ -306,10 +312,10 @@ struct point_to_point {
 void* enqueued_point_to_point(const communicator& comm, const point_to_point& op) {
   thread_state* state = my_state();
   if (state == nullptr) return nullptr;
-  void* handle = begin(comm, region_site(*state, {name_kind::point_to_point, op.func, nullptr, nullptr, nullptr}));
+  const name_facts& facts = facts_of(*state, {name_kind::point_to_point, op.func, op.datatype, nullptr, nullptr});
+  void* handle = begin(comm, facts.name);
   if (handle == nullptr) return nullptr;
-  const std::size_t bytes = bytes_of(op.count, op.datatype);
-  if (bytes != 0) sample(comm.counters->bytes, static_cast<double>(bytes));
+  if (facts.element_size != 0) sample(comm.counters->bytes, static_cast<double>(op.count * facts.element_size));
   sample(comm.counters->peer, op.peer);
   sample(comm.counters->channels, op.channels);
   return handle;
