@@ -3,6 +3,7 @@
   nccl_check.py one     TRACE LOG   one rank on one GPU
   nccl_check.py devices TRACE LOG   one process, two GPUs (two communicators)
   nccl_check.py rank    TRACE LOG   one of the two processes of a two-rank run
+  nccl_check.py ddp     TRACE LOG   one process of the PyTorch DDP step (nccl_torch_ddp.py)
 LOG is the program's stdout and stderr (NCCL_DEBUG=INFO). Prints what it finds
 (the nccl regions with their counts, the samples, the NCCL kernels' contexts),
 then each failed expectation; exit status 1 when one failed.
@@ -95,6 +96,16 @@ elif mode in ("devices", "rank"):
     expect(samples("nccl bytes").count(expected_bytes) >= 2 * ranks, "4 MiB per all-reduce and per all-gather")
     expect(sorted(set(samples("nccl rank"))) == list(range(ranks)) if mode == "devices" else len(set(samples("nccl rank"))) == 1,
            "the rank samples")
+elif mode == "ddp":
+    # DDP's gradient bucket (weight and bias) and the explicit all-reduce, each
+    # an API call (v5) and an enqueued operation; the bucket's from DDP's own thread.
+    expect(metadata.get("nccl-communicators", 0) >= 1, "a communicator")
+    reduce_tasks = sum(c for n, c in names.items() if n.startswith("AllReduce "))
+    expect(reduce_tasks >= 2, "at least 2 enqueued all-reduces, got %d" % reduce_tasks)
+    if v5:
+        expect(names.get("ncclAllReduce ncclFloat32", 0) >= 2, "v5: at least 2 ncclAllReduce calls")
+    expect((1024 * 1024 + 1024) * 4 in samples("nccl bytes"), "the gradient bucket's bytes (weight and bias)")
+    expect(expected_bytes in samples("nccl bytes"), "the explicit all-reduce's 4 MiB")
 else:
     sys.exit("unknown mode " + mode)
 for message in failures:
