@@ -17,7 +17,7 @@ dest=$(cd "$2" && pwd)
 mkdir -p "$dest/bin" "$dest/lib/carried"
 cp -a "$build/lib/." "$dest/lib/"
 for program in gpu_trace_test gpu_cuda_api_test 'gpu-test-*' cuda-streams ferret-run ferret-otf2-check \
-               ferret-tau-check ferret-cuda-overhead ferret-torch-small-ops.py; do
+               ferret-trace-check ferret-tau-check ferret-cuda-overhead ferret-torch-small-ops.py; do
   for file in "$build"/bin/$program; do
     if [[ -e $file ]]; then cp -a "$file" "$dest/bin/"; fi
   done
