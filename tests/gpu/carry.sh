@@ -7,6 +7,8 @@
 # run.sh uses a carried library only when the GPU machine has none of that name,
 # so the machine's own (newer) libraries keep serving its programs (PyTorch).
 # glibc, libstdc++ and the CUDA toolkit's libraries are never carried.
+# The NCCL cases (nccl_one_gpu.sh, nccl_two_gpus.sh) need lib/libferret_nccl.so,
+# bin/gpu-test-nccl-collectives and ferret-run: build ferret_nccl with the GPU tests.
 set -euo pipefail
 build=$(cd "$1" && pwd)
 rm -rf "$2"

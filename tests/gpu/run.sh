@@ -31,7 +31,7 @@ if [[ ! -x $build/bin/gpu_trace_test ]]; then
   [[ -f $root/benchmarks/cuda/CMakeLists.txt ]] && benchmarks=ON
   if ! { cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DFERRET_CUDA=ON \
            -DFERRET_BUILD_TESTS=ON -DFERRET_BUILD_BENCHMARKS=$benchmarks &&
-         cmake --build "$build" --target gpu_trace_test gpu_cuda_api_test cuda-streams ferret_report; } > "$work/build.log" 2>&1; then
+         cmake --build "$build" --target gpu_trace_test gpu_cuda_api_test cuda-streams ferret_report ferret_nccl; } > "$work/build.log" 2>&1; then
     tail -n 30 "$work/build.log"
     note "the build failed (log above)"
     [[ -n ${OUT:-} ]] && cp "$work/build.log" "$OUT/build.log"
@@ -148,6 +148,16 @@ if [[ -z ${FERRET_GPU_TEST_CASES:-} ]]; then
   fi
 fi
 
+# NCCL's profiler plugin: one rank on one GPU, then two ranks (skipped, 77,
+# with fewer than two GPUs): tests/gpu/nccl_one_gpu.sh, nccl_two_gpus.sh.
+nccl_one_status=none nccl_two_status=none
+if [[ -z ${FERRET_GPU_TEST_CASES:-} && -x $build/bin/gpu-test-nccl-collectives ]]; then
+  bash "$root/tests/gpu/nccl_one_gpu.sh" "$build" "$work/traces/nccl" 2>&1 | tee "$work/nccl.log"
+  nccl_one_status=${PIPESTATUS[0]}
+  bash "$root/tests/gpu/nccl_two_gpus.sh" "$build" "$work/traces/nccl" 2>&1 | tee -a "$work/nccl.log"
+  nccl_two_status=${PIPESTATUS[0]}
+fi
+
 case $test_status in
   0) tests=passed ;;
   77) tests=skipped ;;
@@ -181,6 +191,10 @@ esac
       sed 's/^[^:]*://'
     grep -E '^\|' "$work/python_benchmark.log"
   fi
+  if [[ $nccl_one_status != none ]]; then
+    echo "tests/gpu/nccl_one_gpu.sh: status $nccl_one_status; nccl_two_gpus.sh: status $nccl_two_status"
+    grep -E '^(NCCL:|NCCL says:|plugin interface:|nccl regions:|one-rank collectives|nccl (one|devices|rank|ddp):|nccl two GPUs|FAILED:)' "$work/nccl.log"
+  fi
 } > "$work/summary.md"
 echo
 cat "$work/summary.md"
@@ -191,6 +205,7 @@ if [[ -n ${OUT:-} ]]; then
   [[ -f $work/build.log ]] && cp "$work/build.log" "$OUT/"
   [[ -f $work/benchmark.log ]] && cp "$work/benchmark.log" "$OUT/"
   [[ -f $work/report.log ]] && cp "$work/report.log" "$OUT/"
+  [[ -f $work/nccl.log ]] && cp "$work/nccl.log" "$OUT/"
   [[ -d $work/report ]] && cp -r "$work/report" "$OUT/report"
   for file in "$work/torch_context.log" "$work/python_benchmark.log" "$work/peer_copies.log" \
               "$work/traces/torch-context/torch-context-summary.txt"; do
@@ -202,4 +217,6 @@ fi
   [[ $cuda_api_status == none || $cuda_api_status == 0 || $cuda_api_status == 77 ]] &&
   [[ $benchmark_status == none || $benchmark_status == 0 ]] &&
   [[ $context_status == none || $context_status == 0 || $context_status == 77 ]] &&
-  [[ $peer_status == none || $peer_status == 0 || $peer_status == 77 ]]
+  [[ $peer_status == none || $peer_status == 0 || $peer_status == 77 ]] &&
+  [[ $nccl_one_status == none || $nccl_one_status == 0 || $nccl_one_status == 77 ]] &&
+  [[ $nccl_two_status == none || $nccl_two_status == 0 || $nccl_two_status == 77 ]]
