@@ -414,6 +414,11 @@ class chrome_backend final : public runtime::backend {
  private:
   // --- events -------------------------------------------------------------
 
+  void communication(const runtime::communication_event* events, std::size_t count) override {
+    if (closed_) return;
+    for (std::size_t i = 0; i < count; ++i) append_message_end(events[i]);
+  }
+
   void begin_event() {
     if (events_ != 0) text_.append(",\n");
     ++events_;
@@ -599,6 +604,28 @@ class chrome_backend final : public runtime::backend {
     prefix.source = name;
     prefix.text.assign(entry.complete_prefix + thread.ids_ts);
     return prefix.text;
+  }
+
+  // A message's two ends as thread instants (category "mpi-message"): the
+  // send where it was posted, the receive where it completed. ferret-merge
+  // joins them into flows across the ranks' traces.
+  void append_message_end(const runtime::communication_event& event) {
+    using runtime::communication_kind;
+    const bool sent = event.kind == communication_kind::send || event.kind == communication_kind::isend;
+    const bool received =
+        event.kind == communication_kind::receive || event.kind == communication_kind::irecv;
+    if ((!sent && !received) || event.peer_process == runtime::no_rank) return;
+    end_ns_ = std::max(end_ns_, event.time_ns);
+    begin_event();
+    fmt::format_to(std::back_inserter(text_),
+                   R"({{"ph":"i","s":"t","name":"{}","cat":"mpi-message","pid":{},"tid":{},"ts":)",
+                   sent ? "MPI send" : "MPI receive", session_.pid, event.tid);
+    append_us(text_, event.time_ns);
+    fmt::format_to(std::back_inserter(text_),
+                   R"(,"args":{{"{}":{},"communicator":{},"tag":{},"bytes":{}}})",
+                   sent ? "to" : "from", event.peer_process, event.communicator, event.tag,
+                   event.bytes);
+    end_event();
   }
 
   void append_mark(const thread_state& thread, const record& mark) {
@@ -803,6 +830,8 @@ class chrome_backend final : public runtime::backend {
                    kernel.block[1], kernel.block[2], kernel.registers_per_thread,
                    kernel.static_shared_memory, kernel.dynamic_shared_memory,
                    kernel.local_memory_per_thread);
+    if (kernel.simd_width != 0)  // Level Zero kernels
+      fmt::format_to(std::back_inserter(text_), R"(,"SIMD width":{})", kernel.simd_width);
     // Negative: the device's limits are unknown.
     if (kernel.occupancy >= 0 && std::isfinite(kernel.occupancy))
       fmt::format_to(std::back_inserter(text_), R"(,"theoretical occupancy":{})",
