@@ -17,10 +17,10 @@ for run in $(seq 1 "$runs"); do
   FERRET_BACKEND=chrome FERRET_OUTPUT="$trace" FERRET_BUFFER_SIZE=256K FERRET_VERBOSE=0 \
     "$program" 30 &
   pid=$!
-  # Between 100 and 350 ms: inside the run, at no particular point of a write
+  # Between 60 and 200 ms: inside the run, at no particular point of a write
   # (writes of 256 KiB follow one another every few milliseconds; without the
   # exit guard about one kill in ten leaves the file cut inside an event).
-  sleep "0.$(( RANDOM % 250 + 100 ))"
+  sleep "$(printf '0.%03d' $(( RANDOM % 140 + 60 )))"
   kill -KILL "$pid"
   wait "$pid" 2>/dev/null
   # The guard writes the closing after the process is gone; wait (up to 5 s)

@@ -3,6 +3,10 @@
 # onto a full filesystem (a small tmpfs, filled up first), at FERRET_VERBOSE=1
 # and 0. It must run to its end, and each output that fails must be one ferret
 # line on stderr, with none of the OTF2 library's own "[OTF2] ..." lines.
+# Then FERRET_BACKEND=chrome: on the full disk one line and no file left
+# behind; on a disk with 64 KiB free (less than PROGRAM's trace), the run ends
+# with one line saying how many events were not written, and the file is a
+# closed JSON document whose metadata counts them.
 #
 # Mounting a tmpfs needs root and a private mount namespace (unshare -m, which
 # also unmounts it whatever happens): without them the test skips, saying why
@@ -49,6 +53,54 @@ for verbose in 1 0; do
   others=$(grep -vcE '^ferret: (otf2 archive: |tau profile: |cannot write the)' "$work/err")
   if [[ $others != 0 ]]; then
     echo "FAILED: $others other lines on stderr"
+    failures=$((failures + 1))
+  fi
+done
+run_chrome() {  # run_chrome VERBOSE PROGRAM [ARGS...]: exit status and stderr checked
+  local verbose=$1
+  shift
+  rm -rf "$disk"/run*
+  FERRET_BACKEND=chrome FERRET_OUTPUT="$disk/run.json" FERRET_VERBOSE=$verbose "$@" \
+    > "$work/out" 2> "$work/err"
+  local status=$?
+  echo "== chrome, FERRET_VERBOSE=$verbose: exit $status, stderr:"
+  cat "$work/err"
+  if [[ $status != 0 ]]; then
+    echo "FAILED: the program exited with $status"
+    failures=$((failures + 1))
+  fi
+}
+expect_one_line() {  # expect_one_line REGEX: the only line on stderr matches it
+  local count others
+  count=$(grep -cE "$1" "$work/err")
+  others=$(grep -vcE "$1" "$work/err")
+  if [[ $count != 1 || $others != 0 ]]; then
+    echo "FAILED: $count lines match '$1' (expected one), $others other lines"
+    failures=$((failures + 1))
+  fi
+}
+for verbose in 1 0; do
+  run_chrome $verbose "$@"
+  expect_one_line "^ferret: cannot write the chrome trace to '$disk/run.json': No space left on device; running untraced$"
+  if [[ -e $disk/run.json ]]; then
+    echo "FAILED: an untraced run left $disk/run.json behind"
+    failures=$((failures + 1))
+  fi
+done
+rm -f "$disk/fill"  # 64 KiB free: the trace outgrows them during the run
+for verbose in 1 0; do
+  run_chrome $verbose "$@"
+  expect_one_line '^ferret: chrome trace: .*, incomplete: write: No space left on device; [1-9][0-9]* events not written$'
+  if ! python3 - "$disk/run.json" <<'CHECK'
+import json, sys
+with open(sys.argv[1]) as f:
+    metadata = json.load(f)["metadata"]
+lost = metadata.get("events-not-written", 0)
+print("parsed; events-not-written: %d, write-error: %s" % (lost, metadata.get("write-error")))
+sys.exit(0 if lost > 0 else 1)
+CHECK
+  then
+    echo "FAILED: the trace is not a closed document that counts its loss"
     failures=$((failures + 1))
   fi
 done

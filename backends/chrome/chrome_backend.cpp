@@ -172,10 +172,40 @@ struct frame {
   std::int64_t begin_ns;
 };
 
+// Text copied into every event of its kind, stored so that it can be copied
+// in whole 16-byte blocks without a call to memcpy: the storage is padded to
+// a multiple of 16, and to at least 64 bytes so that the usual prefix (up to
+// 64 bytes) is four unconditional copies. The output buffer has room for the
+// overshoot.
+class block_text {
+ public:
+  void assign(std::string_view text) {
+    size_ = text.size();
+    storage_ = std::make_unique<char[]>(std::max<std::size_t>((size_ + 15) / 16 * 16, 64));
+    std::memcpy(storage_.get(), text.data(), size_);
+  }
+  std::size_t size() const noexcept { return size_; }
+
+  // Copies the text to `out`, writing up to 63 bytes past it; returns the end.
+  char* copy_to(char* out) const noexcept {
+    const char* in = storage_.get();
+    std::memcpy(out, in, 16);
+    std::memcpy(out + 16, in + 16, 16);
+    std::memcpy(out + 32, in + 32, 16);
+    std::memcpy(out + 48, in + 48, 16);
+    for (std::size_t k = 64; k < size_; k += 16) std::memcpy(out + k, in + k, 16);
+    return out + size_;
+  }
+
+ private:
+  std::unique_ptr<char[]> storage_;
+  std::size_t size_ = 0;
+};
+
 // The start of a thread's complete events of one name, up to the timestamp.
 struct complete_prefix {
   const name_info* source = nullptr;
-  std::string text;  // {"ph":"X","name":"...","pid":P,"tid":T,"ts":
+  block_text text;  // {"ph":"X","name":"...","pid":P,"tid":T,"ts":
 };
 
 struct thread_state {
@@ -273,10 +303,10 @@ class chrome_backend final : public runtime::backend {
                       std::size_t count) override {
     if (closed_) return;
     thread_state& state = thread_for(thread);
+    if (count != 0) end_ns_ = std::max(end_ns_, records[count - 1].time_ns);  // in time order
     for (std::size_t i = 0; i < count; ++i) {
       const record& r = records[i];
       if (r.name == nullptr) continue;  // nothing sensible to write
-      end_ns_ = std::max(end_ns_, r.time_ns);
       switch (r.kind) {
         case record_kind::region_begin:
           if (state.stack.size() >= perfetto_max_depth) ++regions_too_deep_;
@@ -411,7 +441,7 @@ class chrome_backend final : public runtime::backend {
   // `prefix_bytes` plus the numbers and punctuation after them.
   char* start_fast_event(std::size_t prefix_bytes) {
     ++events_;
-    out_.reserve(prefix_bytes + 4 * max_number_bytes + 64);
+    out_.reserve(prefix_bytes + 4 * max_number_bytes + 128);  // + copy_to()'s overshoot
     char* out = out_.cursor();
     out[0] = ',';
     out[1] = '\n';
@@ -521,12 +551,14 @@ class chrome_backend final : public runtime::backend {
 
   // `note` goes into args.ferret; it marks slices whose end ferret supplied.
   // The writer's inner loop: two copies of preformatted pieces and two numbers.
-  void append_complete(thread_state& thread, const frame& open, std::int64_t end_ns,
-                       const char* note) {
-    const std::string& prefix = complete_prefix_for(thread, open.name);
+  // Inlined into the usual region end (its call would cost more than its body
+  // saves in code size).
+  __attribute__((always_inline)) void append_complete(thread_state& thread, const frame& open,
+                                                      std::int64_t end_ns, const char* note) {
+    const block_text& prefix = complete_prefix_for(thread, open.name);
     char* out =
         start_fast_event(prefix.size() + (note != nullptr ? std::strlen(note) + 16 : 0));
-    out = put(out, prefix);
+    out = prefix.copy_to(out);
     out = timestamps_.write(out, open.begin_ns);
     out = put(out, ",\"dur\":");
     // Per-thread records are in time order, so this only guards against a
@@ -564,7 +596,7 @@ class chrome_backend final : public runtime::backend {
     stack.resize(match - 1);
   }
 
-  const std::string& complete_prefix_for(thread_state& thread, const name_info* name) {
+  const block_text& complete_prefix_for(thread_state& thread, const name_info* name) {
     std::vector<complete_prefix>& prefixes = thread.complete_prefixes;
     if (name->id < prefixes.size() && prefixes[name->id].source == name)
       return prefixes[name->id].text;
@@ -572,7 +604,7 @@ class chrome_backend final : public runtime::backend {
     if (name->id >= prefixes.size()) prefixes.resize(std::size_t{name->id} + 1);
     complete_prefix& prefix = prefixes[name->id];
     prefix.source = name;
-    prefix.text.assign(entry.complete_prefix).append(thread.ids_ts);
+    prefix.text.assign(entry.complete_prefix + thread.ids_ts);
     return prefix.text;
   }
 

@@ -3,15 +3,30 @@
 //
 //   {"traceEvents":[
 //   {"ph":"M","name":"process_name",...},      one event per line
-//   {"ph":"X","name":"solve",...},
+//   {"ph":"X","name":"solve","pid":P,"tid":T,"ts":12.345,"dur":0.678},
 //   ...
-//   ],"metadata":{...session facts, counts, "run":{...}}}
+//   ],"metadata":{...session facts, counts,
+//     "source-locations":{"solve":[{"file":...,"line":N,"function":...}]},
+//     "run":{...}}}
 //
-// The file is streamed: events go out through a 1 MiB buffer, and each time
-// they are written (at every flush() and whenever the buffer fills) the
-// trailer — the closing bracket and the metadata — is rewritten after the last
-// event. The file on disk is thus a complete document after each flush: a crash
-// or SIGKILL leaves a readable trace of everything flushed.
+// Events carry no source location: the metadata's "source-locations" holds,
+// per name, each distinct (file, line, function[, cat]) once. A region is
+// about 80 bytes.
+//
+// The file is streamed: events are formatted into a reusable byte buffer and
+// written in batches of 256 KiB, and each time (at every flush() and whenever
+// a batch fills) the trailer — the closing bracket and the metadata — is
+// rewritten after the last event. The file on disk is thus a complete
+// document after each write; the exit guard (exit_guard.hpp) closes it when
+// the process dies during one. A write that fails (a full disk) ends the
+// events there: the document is closed after the last events written (the
+// last batch is dropped if the trailer needs its room), later events are
+// counted, not written ("events-not-written", "write-error"), and describe()
+// says so — also at FERRET_VERBOSE=0.
+//
+// Perfetto shows at most 512 nested slices per thread: deeper regions are
+// written all the same, counted in "regions-deeper-than-perfetto-shows" and
+// named in describe().
 //
 // Mapping: regions → complete events X (nested per thread; unbalanced ends and
 // regions still open at the end are closed and counted in the metadata), marks →

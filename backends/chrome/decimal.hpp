@@ -54,11 +54,25 @@ inline char* write_decimal(char* out, std::int64_t value) noexcept {
   return write_decimal(out, ~static_cast<std::uint64_t>(value) + 1U);
 }
 
+// ".000" ".001" ... ".999": a timestamp's fraction is one 4-byte copy.
+struct fraction_table {
+  char text[1000][4];
+};
+constexpr fraction_table make_fraction_table() {
+  fraction_table table{};
+  for (unsigned k = 0; k < 1000; ++k) {
+    table.text[k][0] = '.';
+    table.text[k][1] = static_cast<char>('0' + k / 100);
+    table.text[k][2] = static_cast<char>('0' + k / 10 % 10);
+    table.text[k][3] = static_cast<char>('0' + k % 10);
+  }
+  return table;
+}
+inline constexpr fraction_table fractions = make_fraction_table();
+
 /// Writes ".ddd" for `fraction` < 1000; returns the end.
 inline char* write_fraction(char* out, unsigned fraction) noexcept {
-  out[0] = '.';
-  out[1] = static_cast<char>('0' + fraction / 100U);
-  std::memcpy(out + 2, digit_pairs + (fraction % 100U) * 2U, 2);
+  std::memcpy(out, fractions.text[fraction], 4);
   return out + 4;
 }
 
@@ -82,7 +96,7 @@ inline char* write_microseconds(char* out, std::int64_t ns) noexcept {
 /// and stores instead of a division per digit pair.
 class microsecond_writer {
  public:
-  char* write(char* out, std::int64_t ns) noexcept {
+  __attribute__((always_inline)) char* write(char* out, std::int64_t ns) noexcept {
     if (ns < 0) return write_microseconds(out, ns);
     const auto magnitude = static_cast<std::uint64_t>(ns);
     const std::uint64_t us = magnitude / 1000U;

@@ -1,7 +1,6 @@
 // The exit guard; see exit_guard.hpp for why and how.
 #include "exit_guard.hpp"
 
-#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
@@ -24,7 +23,10 @@ constexpr std::size_t guard_stack_bytes = std::size_t{64} << 10;
 // The guard runs in the traced process's memory with that process's thread
 // pointer: it calls nothing that uses thread-local state while the process
 // lives (errno is written only by a failing call, and its calls fail only
-// once the process is gone), no sanitizer runtime, no allocator, no lock.
+// once the process is gone), no allocator, no lock, and no code a sanitizer
+// instruments (its runtime would take the guard for the thread whose thread
+// pointer it has): only functions with this attribute, system calls, and
+// plain or volatile loads — no std::atomic member, no std::min.
 #define FERRET_GUARD_CODE __attribute__((no_sanitize("address", "thread", "undefined")))
 
 FERRET_GUARD_CODE void close_range_in_guard(int first, int last) noexcept {
@@ -51,8 +53,8 @@ FERRET_GUARD_CODE int exit_guard::guard_main(void* self) noexcept {
   ::syscall(SYS_prctl, PR_SET_NAME, "ferret-guard", 0, 0, 0);
   // Keep the trace and the pipe's read end only: holding a copy of the
   // application's sockets or pipes would keep them open after it closes them.
-  const int low = std::min(guard.fd_, guard.pipe_read_);
-  const int high = std::max(guard.fd_, guard.pipe_read_);
+  const int low = guard.fd_ < guard.pipe_read_ ? guard.fd_ : guard.pipe_read_;
+  const int high = guard.fd_ < guard.pipe_read_ ? guard.pipe_read_ : guard.fd_;
   close_range_in_guard(0, low - 1);
   close_range_in_guard(low + 1, high - 1);
   close_range_in_guard(high + 1, guard.max_descriptors_ > 0 ? guard.max_descriptors_ - 1 : 65535);
@@ -61,8 +63,9 @@ FERRET_GUARD_CODE int exit_guard::guard_main(void* self) noexcept {
   // is closed, i.e. when the traced process finished or died. With every
   // signal blocked nothing interrupts it; any other outcome leaves the file.
   if (::syscall(SYS_read, guard.pipe_read_, &byte, 1) != 0) return 1;
-  if (guard.finished_.load(std::memory_order_acquire)) return 0;
-  const record& last = guard.records_[guard.active_.load(std::memory_order_acquire)];
+  // The traced process is gone (or done): nothing writes these any more.
+  if (*static_cast<const volatile bool*>(&guard.finished_)) return 0;
+  const record& last = guard.records_[*static_cast<const volatile unsigned*>(&guard.active_)];
   if (::syscall(SYS_ftruncate, guard.fd_, last.events_end) != 0) return 1;
   const char* data = last.trailer;
   std::size_t left = last.trailer_size;
@@ -129,15 +132,15 @@ bool exit_guard::start(int fd, off_t events_end, std::string_view trailer) {
 
 void exit_guard::publish(off_t events_end, std::string_view trailer) {
   // Fill the record the guard does not use, then switch to it with one store.
-  const unsigned next = 1U - active_.load(std::memory_order_relaxed);
+  const unsigned next = 1U - active_;
   slots_[next].assign(trailer);
   records_[next] = record{events_end, slots_[next].data(), slots_[next].size()};
-  active_.store(next, std::memory_order_release);
+  __atomic_store_n(&active_, next, __ATOMIC_RELEASE);
 }
 
 void exit_guard::stop(bool finished) noexcept {
   if (pid_ <= 0) return;
-  finished_.store(finished, std::memory_order_release);
+  __atomic_store_n(&finished_, finished, __ATOMIC_RELEASE);
   ::close(pipe_write_);
   pipe_write_ = -1;
   // The guard shares this memory: wait until it is gone before freeing any.

@@ -27,7 +27,6 @@
 // guard: complete after each write, not during one.
 #pragma once
 
-#include <atomic>
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -71,8 +70,10 @@ class exit_guard {
 
   std::string slots_[2];              // the published trailer and the next one
   record records_[2];                 // records_[k] points into slots_[k]
-  std::atomic<unsigned> active_{0};   // the record the guard would use now
-  std::atomic<bool> finished_{false};
+  // Stored with release order; the guard reads them only once this process
+  // is gone (plain loads: see guard_main).
+  unsigned active_ = 0;               // the record the guard would use now
+  bool finished_ = false;
   // Set before the guard starts and never changed after: it reads them.
   int fd_ = -1;                       // the trace (the guard's copy of the descriptor)
   int pipe_read_ = -1;                // the guard's end (closed in this process)
