@@ -37,3 +37,45 @@ if(FERRET_HAVE_OTF2)
                    -P ${CMAKE_CURRENT_SOURCE_DIR}/mpi_example.cmake)
   set_tests_properties(mpi_exit_without_finalize PROPERTIES LABELS "process;mpi")
 endif()
+
+# MPI communication on 4 ranks (ring, halo, shift, collectives, sub-communicators):
+# every message in the merged Chrome trace (ferret-merge) as a flow from its
+# send to its receive, no receive before its send, also with skewed clocks.
+add_executable(mpi_communication_app support/mpi_communication_app.cpp)
+target_compile_definitions(mpi_communication_app PRIVATE OMPI_SKIP_MPICXX=1 MPICH_SKIP_MPICXX=1)
+target_link_libraries(mpi_communication_app PRIVATE ferret::mpi MPI::MPI_C ferret_warnings)
+find_program(FERRET_TEST_PYTHON3 NAMES python3 REQUIRED)
+add_test(NAME mpi_communication_chrome
+         COMMAND ${FERRET_TEST_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/mpi_communication_test.py
+                 --mode chrome --app $<TARGET_FILE:mpi_communication_app> --mpiexec ${MPIEXEC_EXECUTABLE}
+                 --merge ${PROJECT_SOURCE_DIR}/tools/ferret-merge
+                 --trace-check $<TARGET_FILE:ferret-trace-check>
+                 --work ${CMAKE_CURRENT_BINARY_DIR}/mpi_communication_chrome)
+set_tests_properties(mpi_communication_chrome PROPERTIES LABELS "process;mpi")
+add_test(NAME mpi_communication_skewed_clocks
+         COMMAND ${FERRET_TEST_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/mpi_communication_test.py
+                 --mode skew --app $<TARGET_FILE:mpi_communication_app> --mpiexec ${MPIEXEC_EXECUTABLE}
+                 --merge ${PROJECT_SOURCE_DIR}/tools/ferret-merge
+                 --trace-check $<TARGET_FILE:ferret-trace-check>
+                 --work ${CMAKE_CURRENT_BINARY_DIR}/mpi_communication_skewed_clocks)
+set_tests_properties(mpi_communication_skewed_clocks PROPERTIES LABELS "process;mpi")
+if(FERRET_HAVE_OTF2)
+  foreach(mode otf2 otf2-skew)
+    string(REPLACE "-" "_" name mpi_communication_${mode})
+    add_test(NAME ${name}
+             COMMAND ${FERRET_TEST_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/mpi_communication_test.py
+                     --mode ${mode} --app $<TARGET_FILE:mpi_communication_app>
+                     --mpiexec ${MPIEXEC_EXECUTABLE} --merge ${PROJECT_SOURCE_DIR}/tools/ferret-merge
+                     --trace-check $<TARGET_FILE:ferret-trace-check>
+                     --otf2-print ${FERRET_OTF2_PRINT} --otf2-check $<TARGET_FILE:ferret-otf2-check>
+                     --otf2-python ${FERRET_OTF2_PYTHON} --work ${CMAKE_CURRENT_BINARY_DIR}/${name})
+    set_tests_properties(${name} PROPERTIES LABELS "process;mpi")
+  endforeach()
+endif()
+add_test(NAME mpi_communication_tau
+         COMMAND ${FERRET_TEST_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/mpi_communication_test.py
+                 --mode tau --app $<TARGET_FILE:mpi_communication_app> --mpiexec ${MPIEXEC_EXECUTABLE}
+                 --merge ${PROJECT_SOURCE_DIR}/tools/ferret-merge
+                 --trace-check $<TARGET_FILE:ferret-trace-check> --tau-check $<TARGET_FILE:ferret-tau-check>
+                 --work ${CMAKE_CURRENT_BINARY_DIR}/mpi_communication_tau)
+set_tests_properties(mpi_communication_tau PROPERTIES LABELS "process;mpi")

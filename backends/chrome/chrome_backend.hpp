@@ -30,6 +30,12 @@
 // metadata counts "gpu-operations-written" and
 // "gpu-operations-written-without-launch" (all kinds; those without launch
 // have no flow and no context), beside the runtime's own "gpu-operations".
+//
+// MPI (communication events from backends/mpi): each message's ends as thread
+// instants of category "mpi-message" — "MPI send" where it was posted, "MPI
+// receive" where it completed — with args to/from (MPI_COMM_WORLD rank),
+// communicator, tag and bytes; tools/ferret-merge joins the ranks' traces and
+// draws a flow from each send to its receive.
 #pragma once
 
 #include "ferret/runtime/backend.hpp"

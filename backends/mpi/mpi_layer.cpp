@@ -7,17 +7,28 @@
 //     of MPI_COMM_WORLD (so ferret's collectives never match the program's);
 //   - in MPI_Finalize, it ends the ferret session before PMPI_Finalize, since
 //     the backends' final flush may use MPI collectives.
+// It also records the program's MPI communication (communication.cpp), and
+// measures each rank's clock offset to rank 0 at MPI_Init and MPI_Finalize
+// for the outputs' metadata (docs/mpi.md, "Clocks").
 // Link it into the program (target ferret::mpi), or preload it into an
 // unmodified one: LD_PRELOAD=libferret_mpi.so mpirun ... ./app
+#include "communication.hpp"
+
+#include <ferret/ferret.hpp>
 #include <ferret/runtime/runtime.hpp>
 #include <mpi.h>
 
 #include <climits>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <thread>
 #include <vector>
+
+#include <time.h>
+#include <unistd.h>
 
 namespace ferret::mpi {
 namespace {
@@ -128,6 +139,88 @@ class mpi_process_group final : public runtime::process_group {
 // Created when MPI_Init returns, never freed (backends may hold it to the end).
 mpi_process_group* g_group = nullptr;
 
+// This rank's clock minus rank 0's, and when (on this rank's clock), from the
+// round trip with rank 0 that took the least time: the midpoint of that round
+// trip on this rank is taken to be rank 0's reading (as Score-P does). The
+// ranks take turns; rank 0 answers each of them.
+struct clock_offset {
+  std::int64_t local_ns;
+  std::int64_t offset_ns;
+};
+
+clock_offset measure_clock_offset(MPI_Comm communicator, int rank, int size) {
+  constexpr int round_trips = 16;
+  constexpr int ask = 1, answer = 2;
+  clock_offset best{ferret::runtime::monotonic_raw_ns(), 0};
+  std::int64_t best_round_trip = INT64_MAX;
+  for (int peer = 1; peer < size; ++peer) {
+    for (int round = 0; round < round_trips; ++round) {
+      if (rank == 0) {
+        char nothing = 0;
+        PMPI_Recv(&nothing, 1, MPI_CHAR, peer, ask, communicator, MPI_STATUS_IGNORE);
+        const std::int64_t root_now = ferret::runtime::monotonic_raw_ns();
+        PMPI_Send(&root_now, 1, MPI_INT64_T, peer, answer, communicator);
+      } else if (rank == peer) {
+        char nothing = 0;
+        std::int64_t root_time = 0;
+        const std::int64_t sent = ferret::runtime::monotonic_raw_ns();
+        PMPI_Send(&nothing, 1, MPI_CHAR, 0, ask, communicator);
+        PMPI_Recv(&root_time, 1, MPI_INT64_T, 0, answer, communicator, MPI_STATUS_IGNORE);
+        const std::int64_t received = ferret::runtime::monotonic_raw_ns();
+        if (received - sent < best_round_trip) {
+          best_round_trip = received - sent;
+          best.local_ns = sent + (received - sent) / 2;
+          best.offset_ns = best.local_ns - root_time;
+        }
+      }
+    }
+  }
+  return best;
+}
+
+// Which clock this process reads: processes of one kernel (one boot) share
+// CLOCK_MONOTONIC_RAW. The boot id, else the host name, hashed (FNV-1a).
+std::uint64_t clock_identity() {
+  char text[256] = {};
+  if (std::FILE* file = std::fopen("/proc/sys/kernel/random/boot_id", "r")) {
+    if (std::fgets(text, sizeof text, file) == nullptr) text[0] = '\0';
+    std::fclose(file);
+  }
+  if (text[0] == '\0') gethostname(text, sizeof text - 1);
+  std::uint64_t hash = 14695981039346656037ULL;
+  for (const char* c = text; *c != '\0'; ++c)
+    hash = (hash ^ static_cast<unsigned char>(*c)) * 1099511628211ULL;
+  return hash;
+}
+
+// How far the runtime's clock is from this kernel's CLOCK_MONOTONIC_RAW, to
+// the microsecond: 0 unless a test injects an offset.
+std::int64_t shift_from_kernel_clock() {
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC_RAW, &now);
+  const std::int64_t kernel = static_cast<std::int64_t>(now.tv_sec) * 1000000000 + now.tv_nsec;
+  const std::int64_t shift = ferret::runtime::monotonic_raw_ns() - kernel;
+  return (shift >= 0 ? shift + 500 : shift - 500) / 1000 * 1000;
+}
+
+// Publishes this rank's clock offset to rank 0 in the run metadata of every
+// output (`when`: "init" or "finalize"). A rank on rank 0's kernel reads the
+// same clock: its offset is known exactly (0, or what a test injected), and
+// the round trips' estimate, which on a loaded host is off by up to half a
+// round trip, is published beside it only as a check.
+void publish_clock_offset(MPI_Comm communicator, int rank, int size, const char* when) {
+  const clock_offset measured = measure_clock_offset(communicator, rank, size);
+  std::int64_t root_clock[2] = {static_cast<std::int64_t>(clock_identity()), shift_from_kernel_clock()};
+  const std::int64_t own_identity = root_clock[0], own_shift = root_clock[1];
+  PMPI_Bcast(root_clock, 2, MPI_INT64_T, 0, communicator);
+  const bool shared = root_clock[0] == own_identity;
+  const std::string prefix = std::string{"mpi-clock-"} + when;
+  ferret::set_metadata(prefix + "-local-ns", measured.local_ns);
+  ferret::set_metadata(prefix + "-offset-ns", shared ? own_shift - root_clock[1] : measured.offset_ns);
+  ferret::set_metadata(prefix + "-measured-offset-ns", measured.offset_ns);
+  ferret::set_metadata("mpi-clock-shared-with-rank-0", shared ? 1 : 0);
+}
+
 // What this rank records with: 0 without a session, else a hash of
 // FERRET_BACKEND (the backends' collectives must match across ranks).
 std::uint64_t recording_signature() {
@@ -164,7 +257,11 @@ int after_init(int result) {
   g_group = new mpi_process_group(communicator);
   g_group->set_collectives_available(true);
   runtime::join_process_group(*g_group);
+  const int rank = static_cast<int>(g_group->rank()), size = static_cast<int>(g_group->size());
+  publish_clock_offset(communicator, rank, size, "init");
   g_group->set_collectives_available(false);
+  // Only in a group: naming a new communicator is a collective of its members.
+  start_communication_recording(g_group->rank());
   return result;
 }
 
@@ -188,7 +285,10 @@ FERRET_EXPORT int MPI_Init_thread(int* argc, char*** argv, int required, int* pr
 FERRET_EXPORT int MPI_Finalize(void) {
   using ferret::mpi::g_group;
   if (g_group != nullptr) {
+    ferret::mpi::stop_communication_recording();
     g_group->set_collectives_available(true);
+    ferret::mpi::publish_clock_offset(g_group->communicator(), static_cast<int>(g_group->rank()),
+                                      static_cast<int>(g_group->size()), "finalize");
     ferret::runtime::end_session();
     g_group->set_collectives_available(false);
     MPI_Comm communicator = g_group->communicator();

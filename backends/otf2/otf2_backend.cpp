@@ -11,12 +11,14 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <limits>
 #include <map>
 #include <memory>
 #include <new>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -66,6 +68,30 @@ bool is_integer(const runtime::metadata_value& value) {
   return !std::holds_alternative<std::string>(value) && !std::holds_alternative<double>(value);
 }
 
+// The role Score-P gives an MPI call's region (what Scalasca's analyses key on).
+OTF2_RegionRole mpi_region_role(std::string_view call) {
+  constexpr std::string_view one_to_all[] = {"MPI_Bcast", "MPI_Scatter", "MPI_Scatterv"};
+  constexpr std::string_view all_to_one[] = {"MPI_Reduce", "MPI_Gather", "MPI_Gatherv"};
+  constexpr std::string_view all_to_all[] = {"MPI_Allreduce", "MPI_Allgather", "MPI_Allgatherv",
+                                             "MPI_Alltoall", "MPI_Alltoallv", "MPI_Alltoallw",
+                                             "MPI_Reduce_scatter", "MPI_Reduce_scatter_block"};
+  constexpr std::string_view other[] = {"MPI_Scan", "MPI_Exscan"};
+  const auto among = [call](const auto& names) {
+    return std::find(std::begin(names), std::end(names), call) != std::end(names);
+  };
+  if (call == "MPI_Barrier") return OTF2_REGION_ROLE_BARRIER;
+  if (among(one_to_all)) return OTF2_REGION_ROLE_COLL_ONE2ALL;
+  if (among(all_to_one)) return OTF2_REGION_ROLE_COLL_ALL2ONE;
+  if (among(all_to_all)) return OTF2_REGION_ROLE_COLL_ALL2ALL;
+  if (among(other)) return OTF2_REGION_ROLE_COLL_OTHER;
+  if (call.find("send") != std::string_view::npos || call.find("Send") != std::string_view::npos ||
+      call.find("Recv") != std::string_view::npos || call.find("Wait") != std::string_view::npos ||
+      call.find("Test") != std::string_view::npos || call.find("probe") != std::string_view::npos ||
+      call.find("Probe") != std::string_view::npos)
+    return OTF2_REGION_ROLE_POINT2POINT;
+  return OTF2_REGION_ROLE_FUNCTION;
+}
+
 struct frame {
   const name_info* name;
   std::uint32_t region;
@@ -78,6 +104,8 @@ struct location {
   OTF2_EvtWriter* writer;
   std::uint64_t last = 0;    // last timestamp written on it
   std::vector<frame> stack;  // host threads: open regions
+  // Host threads: MPI events waiting for the thread's records around them.
+  std::deque<runtime::communication_event> communication;
 };
 
 struct region_def {
@@ -265,6 +293,9 @@ class otf2_backend final : public runtime::backend {
     for (std::size_t i = 0; i < count && !failed_; ++i) {
       const record& r = records[i];
       if (r.name == nullptr) continue;
+      // An MPI event goes inside its call's region: after the region's Enter
+      // (even at the same time), before whatever comes later.
+      write_communication_before(id, r.time_ns, r.kind == record_kind::region_begin);
       switch (r.kind) {
         case record_kind::region_begin: {
           const std::uint32_t region = region_for(*r.name);
@@ -277,6 +308,24 @@ class otf2_backend final : public runtime::backend {
         case record_kind::mark: write_mark(id, r); break;
         case record_kind::counter: write_counter(id, r); break;
       }
+    }
+  }
+
+  void communicator(const runtime::communicator_info& communicator) override {
+    if (closed_) return;
+    mpi_comm_def definition{string_ref(communicator.name), {}};
+    definition.members.assign(communicator.members.begin(), communicator.members.end());
+    mpi_comm_of_.emplace(communicator.id, static_cast<std::uint32_t>(mpi_comms_.size()));
+    mpi_comms_.push_back(std::move(definition));
+    // Score-P's COMM_LOCATIONS group of MPI holds each rank's main thread.
+    if (mpi_location_ == no_ref) mpi_location_ = thread_location(session_.pid, true, {});
+  }
+
+  void communication(const runtime::communication_event* events, std::size_t count) override {
+    if (closed_) return;
+    for (std::size_t i = 0; i < count; ++i) {
+      const std::uint64_t tid = events[i].tid;
+      locations_[thread_location(tid, tid == session_.pid, {})].communication.push_back(events[i]);
     }
   }
 
@@ -342,6 +391,7 @@ class otf2_backend final : public runtime::backend {
     events_dropped_ = status.events_dropped;
     if (!status.final) return;  // OTF2's writers flush full chunks by themselves
     closed_ = true;
+    if (status.user_metadata != nullptr) remember_clock_offsets(*status.user_metadata);
     const otf2_error_scope errors{errors_};
     // A run's ranks close the archive together, whatever failed on one of them.
     if (failed_ && group_ == nullptr) {
@@ -362,6 +412,8 @@ class otf2_backend final : public runtime::backend {
       abandon();
       return;
     }
+    for (std::uint32_t id = 0; id < locations_.size(); ++id)
+      write_communication_before(id, INT64_MAX, false);
     // Leave what is still open at the session's end.
     std::uint64_t end = latest_;
     for (std::uint32_t id = 0; id < locations_.size(); ++id) {
@@ -471,7 +523,7 @@ class otf2_backend final : public runtime::backend {
       failed_ = true;
       error_ = "OTF2_Archive_GetEvtWriter failed";
     }
-    locations_.push_back(location{std::move(name), type, group, writer, offset_, {}});
+    locations_.push_back(location{std::move(name), type, group, writer, offset_, {}, {}});
     return id;
   }
 
@@ -522,11 +574,88 @@ class otf2_backend final : public runtime::backend {
     std::uint32_t& region = region_of_name_[name.id];
     if (region == no_ref) {
       const bool cuda = name.domain == "cuda";
-      region = add_region(name.name, name.domain, OTF2_REGION_ROLE_FUNCTION,
-                          cuda ? OTF2_PARADIGM_CUDA : OTF2_PARADIGM_USER, name.file,
-                          name.line);
+      const bool mpi = name.domain == "mpi";
+      region = add_region(name.name, name.domain,
+                          mpi ? mpi_region_role(name.name) : OTF2_RegionRole{OTF2_REGION_ROLE_FUNCTION},
+                          cuda  ? OTF2_PARADIGM_CUDA
+                          : mpi ? OTF2_PARADIGM_MPI
+                                : OTF2_PARADIGM_USER,
+                          name.file, name.line);
     }
     return region;
+  }
+
+  // The MPI layer's clock offsets to rank 0 (docs/mpi.md): its run metadata
+  // mpi-clock-{init,finalize}-{local,offset}-ns, on CLOCK_MONOTONIC_RAW like
+  // this archive's timestamps.
+  void remember_clock_offsets(const runtime::metadata_list& metadata) {
+    const auto value = [&metadata](const std::string& key) -> std::optional<std::int64_t> {
+      for (const auto& [name, v] : metadata)
+        if (name == key && std::holds_alternative<std::int64_t>(v)) return std::get<std::int64_t>(v);
+      return std::nullopt;
+    };
+    for (const char* when : {"init", "finalize"}) {
+      const std::string prefix = std::string{"mpi-clock-"} + when;
+      const auto local = value(prefix + "-local-ns"), offset = value(prefix + "-offset-ns");
+      if (local && offset && *local > 0) clock_offsets_.emplace_back(*local, *offset);
+    }
+    std::sort(clock_offsets_.begin(), clock_offsets_.end());
+  }
+
+  // Writes the thread's MPI events before `time_ns` (at it too, unless
+  // `before_only`), as Score-P writes them.
+  void write_communication_before(std::uint32_t id, std::int64_t time_ns, bool before_only) {
+    std::deque<runtime::communication_event>& waiting = locations_[id].communication;
+    while (!waiting.empty() && !failed_ &&
+           (waiting.front().time_ns < time_ns || (!before_only && waiting.front().time_ns == time_ns))) {
+      write_communication(id, waiting.front());
+      waiting.pop_front();
+    }
+  }
+
+  void write_communication(std::uint32_t id, const runtime::communication_event& e) {
+    using runtime::communication_kind;
+    const auto comm = mpi_comm_of_.find(e.communicator);
+    if (comm == mpi_comm_of_.end() && e.kind != communication_kind::collective_begin &&
+        e.kind != communication_kind::isend_complete && e.kind != communication_kind::irecv_request) {
+      ++mpi_events_without_communicator_;
+      return;
+    }
+    const OTF2_CommRef ref = comm != mpi_comm_of_.end() ? comm->second : OTF2_UNDEFINED_COMM;
+    location& where = locations_[id];
+    const std::uint64_t t = stamp(where, e.time_ns);
+    const auto tag = static_cast<std::uint32_t>(e.tag);
+    switch (e.kind) {
+      case communication_kind::send:
+        ok(OTF2_EvtWriter_MpiSend(where.writer, nullptr, t, e.peer, ref, tag, e.bytes), "MpiSend");
+        break;
+      case communication_kind::isend:
+        ok(OTF2_EvtWriter_MpiIsend(where.writer, nullptr, t, e.peer, ref, tag, e.bytes, e.request),
+           "MpiIsend");
+        break;
+      case communication_kind::isend_complete:
+        ok(OTF2_EvtWriter_MpiIsendComplete(where.writer, nullptr, t, e.request), "MpiIsendComplete");
+        break;
+      case communication_kind::receive:
+        ok(OTF2_EvtWriter_MpiRecv(where.writer, nullptr, t, e.peer, ref, tag, e.bytes), "MpiRecv");
+        break;
+      case communication_kind::irecv_request:
+        ok(OTF2_EvtWriter_MpiIrecvRequest(where.writer, nullptr, t, e.request), "MpiIrecvRequest");
+        break;
+      case communication_kind::irecv:
+        ok(OTF2_EvtWriter_MpiIrecv(where.writer, nullptr, t, e.peer, ref, tag, e.bytes, e.request),
+           "MpiIrecv");
+        break;
+      case communication_kind::collective_begin:
+        ok(OTF2_EvtWriter_MpiCollectiveBegin(where.writer, nullptr, t), "MpiCollectiveBegin");
+        break;
+      case communication_kind::collective_end:
+        ok(OTF2_EvtWriter_MpiCollectiveEnd(
+               where.writer, nullptr, t, static_cast<OTF2_CollectiveOp>(e.collective), ref,
+               e.peer == runtime::no_rank ? OTF2_UNDEFINED_UINT32 : e.peer, e.bytes, e.bytes_received),
+           "MpiCollectiveEnd");
+        break;
+    }
   }
 
   void end_region(std::uint32_t id, const record& end) {
@@ -770,6 +899,7 @@ class otf2_backend final : public runtime::backend {
         {"UNBALANCED_REGION_ENDS", unbalanced_region_ends_},
         {"UNFINISHED_REGIONS", unfinished_regions_},
         {"CLAMPED_TIMESTAMPS", clamped_timestamps_},
+        {"MPI_EVENTS_WITHOUT_COMMUNICATOR", mpi_events_without_communicator_},
         {"GPU_SYNCHRONIZATIONS_NOT_WRITTEN", synchronizations_not_written_},
         {"MARKERS", markers_},
         {"MARKERS_NOT_WRITTEN", markers_not_written_},
@@ -791,8 +921,16 @@ class otf2_backend final : public runtime::backend {
   definitions local_definitions(const std::vector<std::uint64_t>& event_counts,
                                 const session_status& status) {
     definitions d;
-    d.clock.offset = offset_;
-    d.clock.length = latest_ > offset_ ? latest_ - offset_ : 0;
+    // Readers shift this rank's timestamps by its clock offsets: the trace
+    // must hold them shifted either way.
+    std::int64_t earliest_shift = 0, latest_shift = 0;
+    for (const auto& point : clock_offsets_) {
+      earliest_shift = std::min(earliest_shift, -point.second);
+      latest_shift = std::max(latest_shift, -point.second);
+    }
+    d.clock.offset = offset_ - std::min<std::uint64_t>(offset_, static_cast<std::uint64_t>(-earliest_shift));
+    const std::uint64_t end = std::max(latest_, offset_) + static_cast<std::uint64_t>(latest_shift);
+    d.clock.length = end - d.clock.offset;
     d.clock.realtime =
         static_cast<std::uint64_t>(std::max<std::int64_t>(session_.start_realtime_ns, 0));
     d.system_tree_nodes = {{machine_name_, string_ref("machine"), undefined_ref},
@@ -812,6 +950,22 @@ class otf2_backend final : public runtime::backend {
       d.metrics.push_back({m.name, m.name, m.unit, OTF2_METRIC_TYPE_USER,
                            OTF2_METRIC_ABSOLUTE_POINT, OTF2_TYPE_DOUBLE, OTF2_METRIC_ASYNCHRONOUS,
                            OTF2_RECORDER_KIND_ABSTRACT});
+    if (mpi_location_ != no_ref) {
+      // Score-P's MPI layout: one COMM_LOCATIONS group (each rank's location,
+      // joined in rank order by the unification, so that a world rank is an
+      // index into it), one COMM_GROUP per communicator (world ranks) and the
+      // communicator over it. Comm ids are the order of announcement, as the
+      // events written used them; equal definitions of all ranks become one.
+      const std::uint32_t mpi = string_ref("MPI");
+      d.groups.push_back({mpi, OTF2_GROUP_TYPE_COMM_LOCATIONS, OTF2_PARADIGM_MPI,
+                          OTF2_GROUP_FLAG_NONE, {global_location(mpi_location_)}});
+      for (const mpi_comm_def& comm : mpi_comms_) {
+        d.groups.push_back({comm.name, OTF2_GROUP_TYPE_COMM_GROUP, OTF2_PARADIGM_MPI,
+                            OTF2_GROUP_FLAG_NONE, comm.members});
+        d.comms.push_back({comm.name, static_cast<std::uint32_t>(d.groups.size() - 1),
+                           undefined_ref, OTF2_COMM_FLAG_NONE});
+      }
+    }
     if (copies_ > 0) {
       // Score-P's CUDA layout: a window over a communicator of all the process's
       // locations; a location's rank in it is its local id.
@@ -824,9 +978,11 @@ class otf2_backend final : public runtime::backend {
         locations.members.push_back(global_location(i));
         ranks.members.push_back(i);
       }
-      d.groups = {std::move(locations), std::move(ranks)};
-      d.comms = {{cuda, 1, undefined_ref, OTF2_COMM_FLAG_NONE}};
-      d.rma_windows = {{cuda, 0, OTF2_RMA_WIN_FLAG_NONE}};
+      const auto first_group = static_cast<std::uint32_t>(d.groups.size());
+      d.groups.push_back(std::move(locations));
+      d.groups.push_back(std::move(ranks));
+      d.comms.push_back({cuda, first_group + 1, undefined_ref, OTF2_COMM_FLAG_NONE});
+      d.rma_windows = {{cuda, static_cast<std::uint32_t>(d.comms.size() - 1), OTF2_RMA_WIN_FLAG_NONE}};
     }
     const std::uint32_t ferret_group = string_ref("ferret");
     d.marker_definitions.resize(marker_defs_.size());
@@ -848,6 +1004,11 @@ class otf2_backend final : public runtime::backend {
       if (mappings != nullptr)
         if (const std::string failed = write_mapping_tables(writer, *mappings); !failed.empty())
           fail("writing the mapping tables: " + failed);
+      // OTF2's readers correct this location's timestamps with them (linear
+      // interpolation), as they do for Score-P's archives.
+      for (const auto& [when, offset] : clock_offsets_)
+        ok(OTF2_DefWriter_WriteClockOffset(writer, static_cast<std::uint64_t>(when), -offset, 0.0),
+           "ClockOffset");
       ok(OTF2_Archive_CloseDefWriter(archive_, writer), "definitions");
     }
     ok(OTF2_Archive_CloseDefFiles(archive_), "closing the definition files");
@@ -1008,6 +1169,17 @@ class otf2_backend final : public runtime::backend {
   std::uint64_t unbalanced_region_ends_ = 0;
   std::uint64_t unfinished_regions_ = 0;
   std::uint64_t clamped_timestamps_ = 0;
+  std::uint64_t mpi_events_without_communicator_ = 0;
+  // MPI communicators in the order announced (their local comm ids); the
+  // members are MPI_COMM_WORLD ranks.
+  struct mpi_comm_def {
+    std::uint32_t name;  // string ref
+    std::vector<std::uint64_t> members;
+  };
+  std::vector<mpi_comm_def> mpi_comms_;
+  std::unordered_map<std::uint64_t, std::uint32_t> mpi_comm_of_;  // layer's id → local comm id
+  std::uint32_t mpi_location_ = no_ref;
+  std::vector<std::pair<std::int64_t, std::int64_t>> clock_offsets_;  // (local time, local - rank 0)  // the rank's location in the MPI COMM_LOCATIONS group
 };
 
 // Records held until MPI_Init when the MPI layer is loaded (see

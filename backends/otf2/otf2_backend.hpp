@@ -51,6 +51,14 @@
 //   synchronizations → not written: a wait overlaps the stream's kernels, which
 //               a location's nesting cannot hold; the host thread's API call
 //               region shows the wait (counted: GPU_SYNCHRONIZATIONS_NOT_WRITTEN).
+//   MPI communication (backends/mpi) → Score-P's MPI records on the calling
+//               thread's location, inside the call's region (paradigm MPI,
+//               Score-P's region roles): MpiSend, MpiIsend, MpiIsendComplete,
+//               MpiRecv, MpiIrecvRequest, MpiIrecv, MpiCollectiveBegin/End;
+//               communicators over one MPI COMM_LOCATIONS group (docs/mpi.md).
+//               The events of a drain wait per thread until the thread's
+//               records around them are written. Each rank's clock offsets to
+//               rank 0 become ClockOffset records of its locations.
 // GPU operations of a drain are sorted per location; a time earlier than the last
 // written on its location (overlap, or across drains) is clamped to it and
 // counted.

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <unordered_map>
 #include <vector>
 
@@ -26,6 +27,10 @@ struct state {
   std::uint64_t ticks_per_second = 0;
   std::unordered_map<std::uint64_t, std::uint64_t> last_time;
   std::unordered_map<std::uint64_t, std::uint64_t> open_rma;  // matching id → location
+  // MPI: open non-blocking requests per (location, request id), 1 send, 2 receive;
+  // collectives begun and not ended per location.
+  std::map<std::pair<std::uint64_t, std::uint64_t>, int> open_requests;
+  std::map<std::uint64_t, std::uint64_t> open_collectives;
   std::uint64_t errors = 0;
 
   void error(std::string text) {
@@ -205,6 +210,77 @@ OTF2_CallbackCode on_buffer_flush(OTF2_LocationRef location, OTF2_TimeStamp time
   ++s.out->buffer_flushes;
   return OTF2_CALLBACK_SUCCESS;
 }
+void mpi_request(state& s, OTF2_LocationRef location, std::uint64_t request, int kind, bool opens) {
+  const auto key = std::make_pair(std::uint64_t{location}, request);
+  if (opens) {
+    if (!s.open_requests.emplace(key, kind).second)
+      s.error(fmt::format("location {}: MPI request {} posted twice", location, request));
+    return;
+  }
+  const auto it = s.open_requests.find(key);
+  if (it == s.open_requests.end() || it->second != kind)
+    s.error(fmt::format("location {}: MPI request {} completed but never posted", location, request));
+  else
+    s.open_requests.erase(it);
+}
+OTF2_CallbackCode on_mpi_send(OTF2_LocationRef location, OTF2_TimeStamp time, void* data,
+                              OTF2_AttributeList*, uint32_t, OTF2_CommRef, uint32_t, uint64_t) {
+  of(data).event(location, time, "MpiSend");
+  ++of(data).out->mpi_sends;
+  return OTF2_CALLBACK_SUCCESS;
+}
+OTF2_CallbackCode on_mpi_isend(OTF2_LocationRef location, OTF2_TimeStamp time, void* data,
+                               OTF2_AttributeList*, uint32_t, OTF2_CommRef, uint32_t, uint64_t,
+                               uint64_t request) {
+  of(data).event(location, time, "MpiIsend");
+  ++of(data).out->mpi_sends;
+  mpi_request(of(data), location, request, 1, true);
+  return OTF2_CALLBACK_SUCCESS;
+}
+OTF2_CallbackCode on_mpi_isend_complete(OTF2_LocationRef location, OTF2_TimeStamp time,
+                                        void* data, OTF2_AttributeList*, uint64_t request) {
+  of(data).event(location, time, "MpiIsendComplete");
+  mpi_request(of(data), location, request, 1, false);
+  return OTF2_CALLBACK_SUCCESS;
+}
+OTF2_CallbackCode on_mpi_recv(OTF2_LocationRef location, OTF2_TimeStamp time, void* data,
+                              OTF2_AttributeList*, uint32_t, OTF2_CommRef, uint32_t, uint64_t) {
+  of(data).event(location, time, "MpiRecv");
+  ++of(data).out->mpi_receives;
+  return OTF2_CALLBACK_SUCCESS;
+}
+OTF2_CallbackCode on_mpi_irecv_request(OTF2_LocationRef location, OTF2_TimeStamp time,
+                                       void* data, OTF2_AttributeList*, uint64_t request) {
+  of(data).event(location, time, "MpiIrecvRequest");
+  mpi_request(of(data), location, request, 2, true);
+  return OTF2_CALLBACK_SUCCESS;
+}
+OTF2_CallbackCode on_mpi_irecv(OTF2_LocationRef location, OTF2_TimeStamp time, void* data,
+                               OTF2_AttributeList*, uint32_t, OTF2_CommRef, uint32_t, uint64_t,
+                               uint64_t request) {
+  of(data).event(location, time, "MpiIrecv");
+  ++of(data).out->mpi_receives;
+  mpi_request(of(data), location, request, 2, false);
+  return OTF2_CALLBACK_SUCCESS;
+}
+OTF2_CallbackCode on_mpi_collective_begin(OTF2_LocationRef location, OTF2_TimeStamp time,
+                                          void* data, OTF2_AttributeList*) {
+  of(data).event(location, time, "MpiCollectiveBegin");
+  ++of(data).open_collectives[location];
+  return OTF2_CALLBACK_SUCCESS;
+}
+OTF2_CallbackCode on_mpi_collective_end(OTF2_LocationRef location, OTF2_TimeStamp time, void* data,
+                                        OTF2_AttributeList*, OTF2_CollectiveOp, OTF2_CommRef,
+                                        uint32_t, uint64_t, uint64_t) {
+  state& s = of(data);
+  s.event(location, time, "MpiCollectiveEnd");
+  ++s.out->mpi_collectives;
+  if (s.open_collectives[location] == 0)
+    s.error(fmt::format("location {}: MpiCollectiveEnd without MpiCollectiveBegin", location));
+  else
+    --s.open_collectives[location];
+  return OTF2_CALLBACK_SUCCESS;
+}
 void rma_start(state& s, OTF2_LocationRef location, uint32_t remote, uint64_t matching) {
   if (s.out->locations.find(remote) == s.out->locations.end())
     s.error(fmt::format("RMA on location {} with undefined remote {}", location, remote));
@@ -327,6 +403,14 @@ report check_archive(const std::string& anchor) {
   OTF2_GlobalEvtReaderCallbacks_SetRmaGetCallback(evt_callbacks, on_get);
   OTF2_GlobalEvtReaderCallbacks_SetRmaPutCallback(evt_callbacks, on_put);
   OTF2_GlobalEvtReaderCallbacks_SetRmaOpCompleteBlockingCallback(evt_callbacks, on_complete);
+  OTF2_GlobalEvtReaderCallbacks_SetMpiSendCallback(evt_callbacks, on_mpi_send);
+  OTF2_GlobalEvtReaderCallbacks_SetMpiIsendCallback(evt_callbacks, on_mpi_isend);
+  OTF2_GlobalEvtReaderCallbacks_SetMpiIsendCompleteCallback(evt_callbacks, on_mpi_isend_complete);
+  OTF2_GlobalEvtReaderCallbacks_SetMpiRecvCallback(evt_callbacks, on_mpi_recv);
+  OTF2_GlobalEvtReaderCallbacks_SetMpiIrecvRequestCallback(evt_callbacks, on_mpi_irecv_request);
+  OTF2_GlobalEvtReaderCallbacks_SetMpiIrecvCallback(evt_callbacks, on_mpi_irecv);
+  OTF2_GlobalEvtReaderCallbacks_SetMpiCollectiveBeginCallback(evt_callbacks, on_mpi_collective_begin);
+  OTF2_GlobalEvtReaderCallbacks_SetMpiCollectiveEndCallback(evt_callbacks, on_mpi_collective_end);
   OTF2_Reader_RegisterGlobalEvtCallbacks(reader, events, evt_callbacks, &s);
   OTF2_GlobalEvtReaderCallbacks_Delete(evt_callbacks);
   fail(OTF2_Reader_ReadAllGlobalEvents(reader, events, &read), "events");
@@ -354,6 +438,11 @@ report check_archive(const std::string& anchor) {
                           stack.size(), s.region_name(stack.back().region)));
   for (const auto& [matching, location] : s.open_rma)
     s.error(fmt::format("location {}: RMA operation {} never completed", location, matching));
+  for (const auto& [key, kind] : s.open_requests)
+    s.error(fmt::format("location {}: MPI {} request {} never completed", key.first,
+                        kind == 1 ? "send" : "receive", key.second));
+  for (const auto& [location, open] : s.open_collectives)
+    if (open != 0) s.error(fmt::format("location {}: {} MPI collectives never ended", location, open));
   for (const auto& [id, location] : out.locations)
     if (location.events_read != location.events_defined)
       s.error(fmt::format("location {} ({}): {} events read, {} defined", id, location.name,

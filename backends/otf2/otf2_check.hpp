@@ -1,7 +1,8 @@
 // ferret::otf2_check — reads an OTF2 archive back with the OTF2 reader API and
 // checks what every reader relies on: each location's events in time order,
 // Enter/Leave balanced and properly nested per location, every referenced
-// region and location defined, each RMA operation completed once. Collects
+// region and location defined, each RMA operation completed once, each MPI
+// request completed once and each MPI collective begun before it ends. Collects
 // what the tests compare: region names, location types, copies and bytes,
 // metric samples, attributes, markers, archive properties, and per region its
 // calls and inclusive time (to compare with the same run in another format).
@@ -45,6 +46,9 @@ struct report {
   std::map<std::string, std::uint64_t> attribute_counts;                // events carrying it
   std::map<std::string, std::set<std::string>> attribute_strings;       // string attributes' values
   std::uint64_t buffer_flushes = 0;  // BufferFlush records OTF2 wrote
+  // MPI records: messages (MpiSend/MpiIsend, MpiRecv/MpiIrecv) and collectives
+  // (MpiCollectiveEnd), each non-blocking request completed once, collectives paired.
+  std::uint64_t mpi_sends = 0, mpi_receives = 0, mpi_collectives = 0;
   std::vector<std::string> markers;  // marker texts
   std::map<std::string, std::string> properties;
   std::uint64_t timer_resolution = 0;

@@ -39,6 +39,11 @@ int main(int argc, char** argv) {
               report.regions.size(), static_cast<unsigned long long>(copies),
               static_cast<unsigned long long>(report.get_bytes + report.put_bytes),
               static_cast<unsigned long long>(report.metric_samples), report.markers.size());
+  if (report.mpi_sends + report.mpi_receives + report.mpi_collectives > 0)
+    std::printf("MPI: %llu messages sent, %llu received, %llu collective calls\n",
+                static_cast<unsigned long long>(report.mpi_sends),
+                static_cast<unsigned long long>(report.mpi_receives),
+                static_cast<unsigned long long>(report.mpi_collectives));
   for (int i = 2; i < argc; ++i) {
     const std::string_view option = argv[i];
     if (i + 1 >= argc) {

@@ -336,7 +336,8 @@ definitions unify(const std::vector<definitions>& ranks, std::vector<id_mappings
       if (rank.groups[i].type == OTF2_GROUP_TYPE_COMM_LOCATIONS) continue;
       group_definition group = rank.groups[i];
       group.name = string(group.name);
-      if (group.type == OTF2_GROUP_TYPE_COMM_GROUP)
+      // MPI's members are MPI_COMM_WORLD ranks: indices into the joined group already.
+      if (group.type == OTF2_GROUP_TYPE_COMM_GROUP && group.paradigm != OTF2_PARADIGM_MPI)
         for (std::uint64_t& member : group.members) member += offsets[group.paradigm];
       m.groups[i] = groups.add(group);
     }

@@ -21,7 +21,9 @@
 // of one paradigm are joined into one (members in rank order) and each rank's
 // COMM_GROUP members are shifted by its offset in the joined group; the
 // communicators and RMA windows over them stay per rank (a rank's CUDA copies
-// go between its own locations).
+// go between its own locations). MPI's COMM_GROUP members are MPI_COMM_WORLD
+// ranks (each rank puts one location into MPI's COMM_LOCATIONS group), so they
+// are not shifted, and a communicator all its members define alike is one.
 //
 // Archive properties: counts (summed == true) are summed over the ranks; any
 // other property keeps rank 0's value (or the first rank's that has it).

@@ -160,6 +160,33 @@ class tau_backend final : public runtime::backend {
     if (!finished_) latest_ns_ = std::max(latest_ns_, event.time_ns);
   }
 
+  // Message sizes as TAU's MPI wrapper writes them with its communication
+  // matrix on: per peer, and over all peers, for each message this thread sent;
+  // over all peers for those it received.
+  void communication(const runtime::communication_event* events, std::size_t count) override {
+    using runtime::communication_kind;
+    if (finished_) return;
+    for (std::size_t i = 0; i < count; ++i) {
+      const runtime::communication_event& e = events[i];
+      if (e.peer_process == runtime::no_rank) continue;
+      const auto bytes = static_cast<double>(e.bytes);
+      if (e.kind == communication_kind::send || e.kind == communication_kind::isend) {
+        thread_profile& thread = host_thread(e.tid);
+        thread.add_plain_event(sent_to_node(e.peer_process), bytes);
+        thread.add_plain_event(event("Message size sent to all nodes"), bytes);
+      } else if (e.kind == communication_kind::receive || e.kind == communication_kind::irecv) {
+        host_thread(e.tid).add_plain_event(event("Message size received from all nodes"), bytes);
+      }
+    }
+  }
+
+  std::uint32_t sent_to_node(std::uint32_t peer) {
+    if (peer >= sent_to_node_.size()) sent_to_node_.resize(std::size_t{peer} + 1, no_event);
+    if (sent_to_node_[peer] == no_event)
+      sent_to_node_[peer] = event(fmt::format("Message size sent to node {}", peer));
+    return sent_to_node_[peer];
+  }
+
   void gpu_device(const runtime::gpu_device_info& device) override {
     if (!finished_) device_names_[device.id] = device.name;
   }
@@ -571,6 +598,8 @@ class tau_backend final : public runtime::backend {
   std::vector<std::string> event_names_;
   std::unordered_map<std::string, std::uint32_t> event_index_;
   std::vector<std::pair<const name_info*, std::uint32_t>> event_of_name_;   // by name_info::id
+  static constexpr std::uint32_t no_event = 0xffffffffU;
+  std::vector<std::uint32_t> sent_to_node_;  // by MPI_COMM_WORLD rank
   std::vector<std::pair<const name_info*, std::size_t>> metric_of_name_;    // by name_info::id
   std::unordered_map<const char*, std::uint32_t> kernel_functions_;      // by mangled name pointer
 

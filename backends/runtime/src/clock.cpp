@@ -1,6 +1,7 @@
 #include "clock.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 #include <time.h>
@@ -55,6 +56,14 @@ __extension__ using wide = __int128;
 
 std::int64_t monotonic_raw_ns() noexcept { return read_clock(CLOCK_MONOTONIC_RAW); }
 std::int64_t realtime_ns() noexcept { return read_clock(CLOCK_REALTIME); }
+
+std::int64_t test_clock_offset_ns() noexcept {
+  static const std::int64_t offset = [] {
+    const char* text = std::getenv("FERRET_TEST_CLOCK_OFFSET_NS");
+    return text != nullptr ? std::strtoll(text, nullptr, 10) : 0LL;
+  }();
+  return offset;
+}
 
 bool hardware_counter_is_invariant() noexcept {
 #if defined(__x86_64__)
@@ -152,9 +161,8 @@ std::int64_t host_clock::apply(const segment& s, std::uint64_t raw) noexcept {
   return s.base.ns + static_cast<std::int64_t>((offset * static_cast<wide>(s.rate)) >> 32);
 }
 
-std::int64_t host_clock::to_ns(std::uint64_t raw) const noexcept {
+std::int64_t host_clock::to_ns_elsewhere(std::uint64_t raw) const noexcept {
   if (source_ == clock_source::monotonic_raw) return static_cast<std::int64_t>(raw) - start_ns_;
-  if (have_latest_ && raw >= latest_.base.raw) return apply(latest_, raw) - start_ns_;
   if (!have_latest_) return static_cast<std::int64_t>(raw - first_.raw);
   // Older events: the segment around raw; before the first pair, the first
   // segment's rate extrapolates.

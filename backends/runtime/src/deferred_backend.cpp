@@ -61,6 +61,15 @@ class deferred_backend final : public backend {
     if (!failed_) held_.emplace_back(device);
   }
 
+  // Communication is recorded only once the group joined: forwarded, never held.
+  void communicator(const communicator_info& communicator) override {
+    if (real_ != nullptr) real_->communicator(communicator);
+  }
+
+  void communication(const communication_event* events, std::size_t count) override {
+    if (real_ != nullptr) real_->communication(events, count);
+  }
+
   void gpu_activities(const gpu_activity* activities, std::size_t count) override {
     if (real_ != nullptr) return real_->gpu_activities(activities, count);
     if (failed_) return;

@@ -217,6 +217,60 @@ struct gpu_activity {
   std::uintptr_t destination_address;
 };
 
+// ---------------------------------------------------------------------------
+// Communication between the processes of a run, from parallel layers such as
+// backends/mpi. The kinds follow OTF2's MPI event records, so that a backend
+// can write them one to one.
+
+enum class communication_kind : std::uint8_t {
+  send,              // a blocking send: at its call's start
+  isend,             // a non-blocking send posted (`request` pairs it with its completion)
+  isend_complete,    // that send completed, in the Wait/Test call that saw it
+  receive,           // a blocking receive: at its call's end, with the message received
+  irecv_request,     // a non-blocking receive posted
+  irecv,             // that receive completed, with the message received
+  collective_begin,  // at a collective call's start
+  collective_end,    // at its end, with its kind, root and bytes
+};
+
+/// Collective operations, numbered as OTF2_CollectiveOp.
+enum class collective_kind : std::uint8_t {
+  barrier, broadcast, gather, gatherv, scatter, scatterv, allgather, allgatherv, alltoall,
+  alltoallv, alltoallw, allreduce, reduce, reduce_scatter, scan, exscan, reduce_scatter_block,
+};
+
+FERRET_EXPORT std::string_view to_string(communication_kind kind) noexcept;
+/// The MPI call's name without "MPI_": "Bcast", "Allreduce", ...
+FERRET_EXPORT std::string_view to_string(collective_kind kind) noexcept;
+
+inline constexpr std::uint32_t no_rank = 0xffffffffu;
+
+/// A communicator: its members as ranks of the process group (rank order).
+/// Announced before the first event that names it. Ids are the same on every
+/// process (the group's rank-0 creator picks them).
+struct communicator_info {
+  std::uint64_t id;
+  std::string name;  // "MPI_COMM_WORLD", "MPI_COMM_SELF", "MPI_Comm_split 1", ...
+  std::vector<std::uint32_t> members;
+};
+
+/// One communication event of one thread.
+struct communication_event {
+  std::int64_t time_ns;  // since the process start, like records
+  std::uint64_t tid;
+  communication_kind kind;
+  collective_kind collective;  // collective_end only
+  std::uint64_t communicator;  // communicator_info::id
+  // Point to point: the other process, as its rank in the communicator and in
+  // the group; rooted collectives: the root; otherwise no_rank.
+  std::uint32_t peer;
+  std::uint32_t peer_process;
+  std::int32_t tag;
+  std::uint64_t bytes;           // point to point: the message; collectives: bytes sent
+  std::uint64_t bytes_received;  // collectives
+  std::uint64_t request;         // isend, isend_complete, irecv_request, irecv
+};
+
 /// Everything a factory needs to create a backend.
 struct backend_context {
   const session_info* session;
@@ -256,6 +310,10 @@ class backend {
   /// it here, collectively. Called once, on the thread that initialised the
   /// parallel runtime; `group` stays valid until the final flush returns.
   virtual void join_process_group(process_group& /*group*/) {}
+  /// A communicator, before the first communication event naming it.
+  virtual void communicator(const communicator_info& /*communicator*/) {}
+  /// Communication events of one drain, each thread's in its order.
+  virtual void communication(const communication_event* /*events*/, std::size_t /*count*/) {}
 };
 
 /// Creates a backend; on failure returns nullptr and sets `error` to one line.

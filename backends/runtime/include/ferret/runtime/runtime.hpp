@@ -58,11 +58,27 @@ class collector {
   /// session's start). `final`: the last call of the session (at exit).
   virtual void collect(std::vector<gpu_activity>& activities,
                        std::vector<gpu_device_info>& new_devices, bool final) = 0;
+  /// Appends the communicators created and the communication events recorded
+  /// since the last call, each event's time_ns holding a clock_reading() (the
+  /// runtime converts it); parallel layers only. The backends get them before
+  /// the threads' records of the same drain.
+  virtual void collect_communication(std::vector<communicator_info>& /*new_communicators*/,
+                                     std::vector<communication_event>& /*events*/,
+                                     bool /*final*/) {}
   /// Adds the collector's counts (records, losses) to the output's metadata.
   virtual void add_metadata(metadata_list& metadata) const = 0;
   /// In a fork() child: stop without touching the parent's state.
   virtual void abandon() noexcept = 0;
 };
+
+/// CLOCK_MONOTONIC_RAW as the session's start (session_info) is given: for
+/// collectors that stamp events themselves. FERRET_TEST_CLOCK_OFFSET_NS (tests
+/// only) shifts both, as if this process's host clock were off by that much.
+FERRET_EXPORT std::int64_t monotonic_raw_ns() noexcept;
+
+/// A reading of the clock that stamps the threads' events (0 without a
+/// session): events stamped with it order exactly with the regions around them.
+FERRET_EXPORT std::uint64_t clock_reading() noexcept;
 
 /// Adds a collector to the current session (it must outlive the process;
 /// collectors are never removed). Returns false without a session.

@@ -1,0 +1,273 @@
+#!/usr/bin/env python3
+"""MPI communication traced on 4 ranks (tests/support/mpi_communication_app.cpp).
+
+--mode chrome: one Chrome trace per rank, each passing ferret-trace-check, with
+  the MPI calls as regions of category "mpi" inside the program's regions;
+  ferret-merge joins them into one trace (also passing ferret-trace-check) in
+  which every one of the 4 x 71 messages is a flow from its send to its
+  receive and no receive ends before its send began.
+--mode otf2: one archive for the 4 ranks, read back by otf2-print (exit 0,
+  nothing on stderr, no INVALID reference), ferret-otf2-check, python3-otf2's
+  general checks (support/otf2_python_reader.py) and its MPI matching
+  (support/otf2_mpi_messages.py: every message, request and collective, no
+  receive before its send).
+--mode otf2-skew: the same with skewed clocks (below): the archive's clock
+  offsets put every receive after its send for OTF2's readers.
+--mode tau: one TAU profile per rank, passing ferret-tau-check, with the
+  message sizes as TAU's MPI wrapper writes them: "Message size sent to node
+  <n>" per peer (the counts and sizes the app sends), "... sent to all nodes"
+  and "... received from all nodes" (71 each).
+--mode skew: the same with each rank's clock pretending to be off
+  (FERRET_TEST_CLOCK_OFFSET_NS: 0, +40, -30, +70 ms): the offsets measured at
+  MPI_Init and MPI_Finalize find the injected ones (within 1 ms), the corrected
+  merge has no receive before its send, and the uncorrected one has some.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+RANKS = 4
+MESSAGES_PER_RANK = 20 + 40 + 5 + 5 + 1  # ring, halo, shift, pair, dup (see the app)
+INJECTED_NS = [0, 40_000_000, -30_000_000, 70_000_000]
+
+ENVIRONMENT = {
+    "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+    "OMPI_MCA_btl": "self,vader", "OMPI_MCA_btl_vader_single_copy_mechanism": "none",
+    "OMPI_MCA_rmaps_base_oversubscribe": "1", "OMPI_MCA_hwloc_base_binding_policy": "none",
+}
+
+
+def fail(message):
+    print(f"FAIL: {message}", file=sys.stderr)
+    sys.exit(1)
+
+
+def run_ranks(options, traces, skewed, backend="chrome"):
+    output = traces + "/" if backend in ("chrome", "tau") else traces
+    environment = dict(os.environ, **ENVIRONMENT, FERRET_BACKEND=backend,
+                       FERRET_OUTPUT=output, FERRET_VERBOSE="1")
+    if skewed:
+        command = [options.mpiexec]
+        for rank, offset in enumerate(INJECTED_NS):
+            if rank > 0:
+                command.append(":")
+            command += ["-np", "1", "-x", f"FERRET_TEST_CLOCK_OFFSET_NS={offset}", options.app]
+    else:
+        command = [options.mpiexec, "-np", str(RANKS), options.app]
+    result = subprocess.run(command, env=environment, capture_output=True, text=True, timeout=120)
+    print(result.stdout + result.stderr)
+    if result.returncode != 0:
+        fail(f"{' '.join(command)} exited with {result.returncode}")
+    # FERRET_VERBOSE=1: ferret says only where each output went.
+    rest = re.sub(r"ferret: (chrome trace|otf2 archive|tau profile): [^\n]*\n", "", result.stderr)
+    if rest or "incomplete" in result.stderr:
+        fail(f"unexpected messages from the ranks:\n{result.stderr}")
+    if backend != "chrome":
+        return []
+    files = sorted(os.path.join(traces, name) for name in os.listdir(traces))
+    if len(files) != RANKS:
+        fail(f"expected {RANKS} traces, found {files}")
+    return files
+
+
+def trace_check(options, paths):
+    result = subprocess.run([options.trace_check, *paths], capture_output=True, text=True)
+    if result.returncode != 0:
+        fail(f"ferret-trace-check {' '.join(paths)}:\n{result.stdout}{result.stderr}")
+
+
+def merge(options, traces, output, *flags):
+    result = subprocess.run([sys.executable, options.merge, "-o", output, "--matrix", *flags, traces],
+                            capture_output=True, text=True)
+    print(result.stdout + result.stderr)
+    if result.returncode != 0:
+        fail(f"ferret-merge failed: {result.stderr}")
+    with open(output, encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+def check_rank_traces(files):
+    for path in files:
+        with open(path, encoding="utf-8") as handle:
+            document = json.load(handle)
+        events = document["traceEvents"]
+        run = document["metadata"]["run"]
+        regions = {event["name"]: event for event in events if event.get("ph") == "X"}
+        for call in ("MPI_Send", "MPI_Recv", "MPI_Isend", "MPI_Irecv", "MPI_Waitall", "MPI_Waitany",
+                     "MPI_Test", "MPI_Sendrecv", "MPI_Bcast", "MPI_Reduce", "MPI_Allreduce",
+                     "MPI_Gather", "MPI_Scatter", "MPI_Allgather", "MPI_Alltoall", "MPI_Scan",
+                     "MPI_Barrier", "MPI_Comm_split", "MPI_Comm_dup", "MPI_Comm_free", "MPI_Wait"):
+            if call not in regions:
+                fail(f"{path}: no region {call}")
+            if regions[call].get("cat") != "mpi":
+                fail(f"{path}: {call} is not in domain mpi: {regions[call]}")
+        # The MPI calls nest inside the program's own regions.
+        exchange = regions["exchange"]
+        send = regions["MPI_Send"]
+        if not exchange["ts"] <= send["ts"] <= exchange["ts"] + exchange["dur"]:
+            fail(f"{path}: MPI_Send outside the exchange region")
+        ends = [event for event in events if event.get("cat") == "mpi-message"]
+        sends = sum(1 for event in ends if event["name"] == "MPI send")
+        receives = sum(1 for event in ends if event["name"] == "MPI receive")
+        if sends != MESSAGES_PER_RANK or receives != MESSAGES_PER_RANK:
+            fail(f"{path}: {sends} sends and {receives} receives, expected {MESSAGES_PER_RANK} each")
+        if run.get("mpi-communication-events-dropped") != 0 or run.get("mpi-requests-untracked") != 0:
+            fail(f"{path}: losses in {run}")
+        for key in ("mpi-clock-init-offset-ns", "mpi-clock-finalize-offset-ns"):
+            if key not in run:
+                fail(f"{path}: no {key} in the run metadata")
+
+
+def rank_trace(files, rank):
+    for path in files:
+        with open(path, encoding="utf-8") as handle:
+            if json.load(handle)["metadata"]["mpi-rank"] == rank:
+                return path
+    fail(f"no trace of rank {rank}")
+
+
+def check_merged(document, path):
+    counts = document["metadata"]
+    expected = RANKS * MESSAGES_PER_RANK
+    if counts["messages-matched"] != expected:
+        fail(f"{path}: {counts['messages-matched']} messages matched, expected {expected}")
+    if counts["sends-unmatched"] or counts["receives-unmatched"]:
+        fail(f"{path}: unmatched messages: {counts}")
+    flows = [event for event in document["traceEvents"]
+             if event.get("cat") == "mpi-message" and event.get("ph") in ("s", "f")]
+    if len(flows) != 2 * expected:
+        fail(f"{path}: {len(flows)} flow events, expected {2 * expected}")
+    matrix = counts["message-bytes-matrix"]
+    # Each rank sends to its right neighbour: ring 20 x 4 B, halo 20 x 512 B,
+    # shift 5 x 8 B, dup 1 x 4 B; the pair partner (rank ^ 1) gets 5 x 8 B more.
+    for sender in range(RANKS):
+        right = (sender + 1) % RANKS
+        expected_bytes = 20 * 4 + 20 * 512 + 5 * 8 + 4 + (5 * 8 if right == sender ^ 1 else 0)
+        if matrix[sender][right] != expected_bytes:
+            fail(f"{path}: {matrix[sender][right]} bytes from {sender} to {right}, expected {expected_bytes}")
+    return counts["receives-before-their-send"]
+
+
+def run_reader(command):
+    result = subprocess.run(command, capture_output=True, text=True)
+    print(result.stdout[-2000:] + result.stderr)
+    if result.returncode != 0:
+        fail(f"{' '.join(command)} exited with {result.returncode}")
+    return result
+
+
+def check_archive(options, skewed):
+    archive = os.path.join(options.work, "run")
+    run_ranks(options, archive, skewed, backend="otf2")
+    anchor = os.path.join(archive, "traces.otf2")
+    printed = subprocess.run([options.otf2_print, anchor], capture_output=True, text=True)
+    if printed.returncode != 0 or printed.stderr or "INVALID" in printed.stdout:
+        fail(f"otf2-print: exit {printed.returncode}, stderr {printed.stderr!r}, "
+             f"INVALID references: {printed.stdout.count('INVALID')}")
+    for record, expected in (("MPI_SEND", 4 * 30), ("MPI_RECV", 4 * 30), ("MPI_ISEND", 4 * 41),
+                             ("MPI_IRECV", 4 * 41), ("MPI_COLLECTIVE_END", 4 * 10)):
+        found = sum(1 for line in printed.stdout.splitlines() if line.split(" ", 1)[0] == record)
+        if found != expected:
+            fail(f"otf2-print shows {found} {record} records, expected {expected}")
+    checked = run_reader([options.otf2_check, anchor])
+    messages = RANKS * MESSAGES_PER_RANK
+    expected_line = f"MPI: {messages} messages sent, {messages} received, {RANKS * 10} collective calls"
+    if expected_line not in checked.stdout:
+        fail(f"ferret-otf2-check does not say '{expected_line}'")
+    support = os.path.join(os.path.dirname(os.path.abspath(__file__)), "support")
+    run_reader([options.otf2_python, os.path.join(support, "otf2_python_reader.py"), anchor])
+    run_reader([options.otf2_python, os.path.join(support, "otf2_mpi_messages.py"), anchor,
+                "--messages", str(RANKS * MESSAGES_PER_RANK), "--collectives", str(RANKS * 10)])
+
+
+def user_events(profile):
+    events = {}
+    with open(profile, encoding="utf-8") as handle:
+        lines = handle.read().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.endswith(" userevents"))
+    for line in lines[start + 2:]:
+        match = re.match(r'"(.*)" (\d+) (\S+) (\S+) (\S+) (\S+)$', line)
+        if not match:
+            break
+        events[match.group(1)] = (int(match.group(2)), float(match.group(3)), float(match.group(4)))
+    return events
+
+
+def check_tau(options):
+    profiles = os.path.join(options.work, "profiles")
+    run_ranks(options, profiles, False, backend="tau")
+    directories = sorted(os.path.join(profiles, name) for name in os.listdir(profiles))
+    run_reader([options.tau_check, *directories])
+    for rank in range(RANKS):
+        found = [os.path.join(d, f"profile.{rank}.0.0") for d in directories
+                 if os.path.exists(os.path.join(d, f"profile.{rank}.0.0"))]
+        if len(found) != 1:
+            fail(f"rank {rank}: profiles {found}")
+        events = user_events(found[0])
+        right, left, partner = (rank + 1) % RANKS, (rank + RANKS - 1) % RANKS, rank ^ 1
+        # To the right: ring, halo, shift, dup; to the left: halo; to the partner: pair.
+        expected = {right: [20 + 20 + 5 + 1, 512, 4], left: [20, 512, 512]}
+        expected[partner][0] += 5
+        expected[partner][2] = min(expected[partner][2], 8)
+        for peer, (count, largest, smallest) in expected.items():
+            name = f"Message size sent to node {peer}"
+            if events.get(name) != (count, largest, smallest):
+                fail(f"rank {rank}: {name} is {events.get(name)}, expected {(count, largest, smallest)}")
+        for name in ("Message size sent to all nodes", "Message size received from all nodes"):
+            if events.get(name, (0,))[0] != MESSAGES_PER_RANK:
+                fail(f"rank {rank}: {name} is {events.get(name)}, expected {MESSAGES_PER_RANK} messages")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--mode", choices=["chrome", "skew", "otf2", "otf2-skew", "tau"], required=True)
+    parser.add_argument("--tau-check")
+    parser.add_argument("--otf2-print")
+    parser.add_argument("--otf2-check")
+    parser.add_argument("--otf2-python")
+    parser.add_argument("--app", required=True)
+    parser.add_argument("--mpiexec", required=True)
+    parser.add_argument("--merge", required=True)
+    parser.add_argument("--trace-check", required=True)
+    parser.add_argument("--work", required=True)
+    options = parser.parse_args()
+    shutil.rmtree(options.work, ignore_errors=True)
+    traces = os.path.join(options.work, "traces")
+    os.makedirs(traces)
+    if options.mode == "tau":
+        check_tau(options)
+        print("ok")
+        return
+    if options.mode.startswith("otf2"):
+        check_archive(options, options.mode == "otf2-skew")
+        print("ok")
+        return
+    files = run_ranks(options, traces, options.mode == "skew")
+    trace_check(options, files)
+    check_rank_traces(files)
+    merged_path = os.path.join(options.work, "merged.json")
+    merged = merge(options, traces, merged_path)
+    trace_check(options, [merged_path])
+    if (before := check_merged(merged, merged_path)) != 0:
+        fail(f"{merged_path}: {before} receives before their send")
+    if options.mode == "skew":
+        for rank, offset in enumerate(INJECTED_NS):
+            with open(rank_trace(files, rank), encoding="utf-8") as handle:
+                run = json.load(handle)["metadata"]["run"]
+            for when in ("init", "finalize"):
+                measured, used = run[f"mpi-clock-{when}-measured-offset-ns"], run[f"mpi-clock-{when}-offset-ns"]
+                if abs(measured - offset) > 1_000_000 or used != offset:
+                    fail(f"rank {rank} at {when}: offset {used} ns (measured {measured} ns), injected {offset} ns")
+        uncorrected_path = os.path.join(options.work, "uncorrected.json")
+        uncorrected = merge(options, traces, uncorrected_path, "--no-clock-correction")
+        if check_merged(uncorrected, uncorrected_path) == 0:
+            fail("without the clock correction no receive came before its send: the skew did nothing")
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()

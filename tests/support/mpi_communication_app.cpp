@@ -1,0 +1,137 @@
+// The MPI communication the tests trace (mpi_communication_test.py), on any
+// number of ranks >= 2. Per rank it sends exactly `messages_per_rank` messages
+// (and receives as many):
+//   ring        20 x Send to the right / Recv from the left (every other one from
+//               MPI_ANY_SOURCE), rank 0 sending first
+//   halo        20 x Irecv + Isend to both neighbours, completed by Waitall,
+//               Waitany or a Test loop in turn
+//   shift        5 x Sendrecv
+//   split        5 x Sendrecv between the two ranks of a pair (MPI_Comm_split),
+//               then an Allreduce in the pair (an odd rank out stays alone)
+//   dup          1 x Isend/Irecv/Wait on a duplicate of MPI_COMM_WORLD
+// and calls every wrapped collective once on MPI_COMM_WORLD.
+#include <ferret/ferret.hpp>
+#include <mpi.h>
+
+#include <cstdio>
+#include <vector>
+
+namespace {
+
+constexpr int ring_rounds = 20, halo_rounds = 20, shift_rounds = 5, pair_rounds = 5;
+
+void ring(int rank, int size) {
+  FERRET_REGION("ring");
+  const int right = (rank + 1) % size, left = (rank + size - 1) % size;
+  for (int round = 0; round < ring_rounds; ++round) {
+    int token = rank * 1000 + round, received = 0;
+    const int source = round % 2 == 0 ? left : MPI_ANY_SOURCE;
+    if (rank == 0) {
+      MPI_Send(&token, 1, MPI_INT, right, 1, MPI_COMM_WORLD);
+      MPI_Recv(&received, 1, MPI_INT, source, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    } else {
+      MPI_Recv(&received, 1, MPI_INT, source, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      MPI_Send(&token, 1, MPI_INT, right, 1, MPI_COMM_WORLD);
+    }
+  }
+}
+
+void halo(int rank, int size) {
+  FERRET_REGION("halo");
+  const int right = (rank + 1) % size, left = (rank + size - 1) % size;
+  std::vector<double> cells(130, rank), from_left(64), from_right(64);
+  for (int round = 0; round < halo_rounds; ++round) {
+    MPI_Request requests[4];
+    MPI_Irecv(from_left.data(), 64, MPI_DOUBLE, left, 2, MPI_COMM_WORLD, &requests[0]);
+    MPI_Irecv(from_right.data(), 64, MPI_DOUBLE, right, 3, MPI_COMM_WORLD, &requests[1]);
+    MPI_Isend(cells.data() + 1, 64, MPI_DOUBLE, left, 3, MPI_COMM_WORLD, &requests[2]);
+    MPI_Isend(cells.data() + 65, 64, MPI_DOUBLE, right, 2, MPI_COMM_WORLD, &requests[3]);
+    if (round % 3 == 0) {
+      MPI_Waitall(4, requests, MPI_STATUSES_IGNORE);
+    } else if (round % 3 == 1) {
+      for (int done = 0; done < 4; ++done) {
+        int index = MPI_UNDEFINED;
+        MPI_Waitany(4, requests, &index, MPI_STATUS_IGNORE);
+      }
+    } else {
+      for (MPI_Request& request : requests) {
+        int flag = 0;
+        while (flag == 0) MPI_Test(&request, &flag, MPI_STATUS_IGNORE);
+      }
+    }
+  }
+}
+
+void shift(int rank, int size, MPI_Comm communicator, int rounds) {
+  const int right = (rank + 1) % size, left = (rank + size - 1) % size;
+  for (int round = 0; round < rounds; ++round) {
+    long out = rank, in = -1;
+    MPI_Sendrecv(&out, 1, MPI_LONG, right, 4, &in, 1, MPI_LONG, left, 4, communicator,
+                 MPI_STATUS_IGNORE);
+  }
+}
+
+void collectives(int rank, int size) {
+  FERRET_REGION("collectives");
+  std::vector<int> one(1, rank), all(static_cast<std::size_t>(size)), all2(all.size());
+  MPI_Barrier(MPI_COMM_WORLD);
+  MPI_Bcast(one.data(), 1, MPI_INT, 1, MPI_COMM_WORLD);
+  int sum = 0;
+  MPI_Reduce(&rank, &sum, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+  MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Gather(&rank, 1, MPI_INT, all.data(), 1, MPI_INT, size - 1, MPI_COMM_WORLD);
+  MPI_Scatter(all.data(), 1, MPI_INT, one.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
+  MPI_Allgather(&rank, 1, MPI_INT, all.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  MPI_Alltoall(all.data(), 1, MPI_INT, all2.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  MPI_Scan(&rank, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+}
+
+void sub_communicators(int rank, int size) {
+  FERRET_REGION("sub-communicators");
+  MPI_Comm pair = MPI_COMM_NULL;
+  // Ranks 2k and 2k+1 form a pair; with an odd size the last rank is alone.
+  MPI_Comm_split(MPI_COMM_WORLD, rank / 2, rank, &pair);
+  int pair_rank = 0, pair_size = 0;
+  MPI_Comm_rank(pair, &pair_rank);
+  MPI_Comm_size(pair, &pair_size);
+  if (pair_size == 2) shift(pair_rank, pair_size, pair, pair_rounds);
+  int sum = 0;
+  MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, pair);
+  MPI_Comm_free(&pair);
+
+  MPI_Comm copy = MPI_COMM_NULL;
+  MPI_Comm_dup(MPI_COMM_WORLD, &copy);
+  MPI_Request requests[2];
+  int out = rank, in = -1;
+  MPI_Irecv(&in, 1, MPI_INT, (rank + size - 1) % size, 5, copy, &requests[0]);
+  MPI_Isend(&out, 1, MPI_INT, (rank + 1) % size, 5, copy, &requests[1]);
+  MPI_Wait(&requests[0], MPI_STATUS_IGNORE);
+  MPI_Wait(&requests[1], MPI_STATUS_IGNORE);
+  MPI_Comm_free(&copy);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (size < 2) {
+    std::fprintf(stderr, "mpi_communication_app: needs at least 2 ranks\n");
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  {
+    FERRET_REGION("exchange");
+    ring(rank, size);
+    halo(rank, size);
+    {
+      FERRET_REGION("shift");
+      shift(rank, size, MPI_COMM_WORLD, shift_rounds);
+    }
+    collectives(rank, size);
+    sub_communicators(rank, size);
+  }
+  MPI_Finalize();
+  return 0;
+}
