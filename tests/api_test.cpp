@@ -148,6 +148,9 @@ TEST_CASE("thread names and run metadata reach the backend") {
   ferret::set_metadata("size", 1024);
   ferret::set_metadata("tolerance", 1e-6);
   ferret::set_metadata("size", 2048);  // replaces
+  ferret::set_metadata("two-53-plus-1", std::uint64_t{9007199254740993});
+  ferret::set_metadata("uint64-max", UINT64_MAX);
+  ferret::set_metadata("int64-min", INT64_MIN);
   ferret::flush();
   const auto captured = memory_backend::snapshot();
   bool found = false;
@@ -169,6 +172,10 @@ TEST_CASE("thread names and run metadata reach the backend") {
   REQUIRE(value("size"));
   CHECK(std::get<std::int64_t>(*value("size")) == 2048);
   CHECK(std::get<double>(*value("tolerance")) == doctest::Approx(1e-6));
+  // Integers exactly, whatever their type.
+  CHECK(std::get<std::int64_t>(*value("two-53-plus-1")) == 9007199254740993);
+  CHECK(std::get<std::uint64_t>(*value("uint64-max")) == UINT64_MAX);
+  CHECK(std::get<std::int64_t>(*value("int64-min")) == INT64_MIN);
   int sizes = 0;
   for (const auto& [k, v] : captured.user_metadata) sizes += k == "size";
   CHECK(sizes == 1);

@@ -101,3 +101,18 @@ if(summary_calls GREATER regions OR (summary_calls LESS regions AND NOT rows MAT
   message(FATAL_ERROR "summary: ${summary_calls} host region calls shown, ${regions} recorded")
 endif()
 message(STATUS "summary: ${summary_calls} of ${regions} host region calls in the rows shown")
+
+# Integers given to set_metadata are written exactly in every format that shows
+# run metadata: 2^53 + 1, UINT64_MAX, INT64_MIN.
+file(READ ${WORK}/run.json chrome_text)
+file(STRINGS ${WORK}/run/traces.otf2 otf2_text)  # properties live in the anchor file
+file(READ ${WORK}/run/profile.0.0.0 tau_text)
+foreach(format chrome otf2 tau)
+  foreach(number 9007199254740993 18446744073709551615 -9223372036854775808)
+    string(FIND "${${format}_text}" "${number}" at)
+    if(at EQUAL -1)
+      message(FATAL_ERROR "${format}: the metadata integer ${number} is not written exactly")
+    endif()
+  endforeach()
+endforeach()
+message(STATUS "chrome, otf2, tau: metadata integers exact")

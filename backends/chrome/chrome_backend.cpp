@@ -96,6 +96,8 @@ void append_value(std::string& out, const runtime::metadata_value& value) {
     append_json_string(out, *text);
   } else if (const auto* integer = std::get_if<std::int64_t>(&value)) {
     fmt::format_to(std::back_inserter(out), "{}", *integer);
+  } else if (const auto* large = std::get_if<std::uint64_t>(&value)) {
+    fmt::format_to(std::back_inserter(out), "{}", *large);
   } else {
     const double number = std::get<double>(value);
     // JSON has no NaN or infinity; a string keeps the document valid.

@@ -283,9 +283,21 @@ inline void set_metadata(std::string_view key, const char* value) noexcept {
 template <class T, std::enable_if_t<std::is_arithmetic_v<T> && !std::is_same_v<T, bool>, int> = 0>
 inline void set_metadata(std::string_view key, T value) noexcept {
 #if FERRET_ENABLED
-  if (const detail::runtime_api* api = detail::runtime())
+  if (const detail::runtime_api* api = detail::runtime()) {
+    if constexpr (std::is_integral_v<T>) {
+      // Exact where the runtime takes integers as they are (2^53 + 1, UINT64_MAX).
+      if (api->size >= offsetof(detail::runtime_api, set_metadata_integer) +
+                           sizeof api->set_metadata_integer) {
+        api->set_metadata_integer(key.data(), key.size(),
+                                  std::is_signed_v<T> ? static_cast<std::uint64_t>(static_cast<std::int64_t>(value))
+                                                      : static_cast<std::uint64_t>(value),
+                                  std::is_signed_v<T>);
+        return;
+      }
+    }
     api->set_metadata_number(key.data(), key.size(), static_cast<double>(value),
                              std::is_integral_v<T>);
+  }
 #else
   static_cast<void>(key);
   static_cast<void>(value);

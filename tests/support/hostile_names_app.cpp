@@ -79,6 +79,8 @@ int main() {
   ferret::set_metadata("a-b", 1);
   ferret::set_metadata("a_b", 2);
   ferret::set_metadata("big", std::int64_t{9007199254740993});  // 2^53 + 1
+  ferret::set_metadata("uint64-max", UINT64_MAX);
+  ferret::set_metadata("int64-min", INT64_MIN);
   ferret::set_metadata("newline\nkey", "line 1\nline 2 # <&>");
   ferret::set_metadata(std::string(64 * 1024, 'k'), std::string(64 * 1024, 'v'));
   ferret::set_metadata("invalid \xff", "value \xfe");

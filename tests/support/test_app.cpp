@@ -48,6 +48,27 @@ int main(int argc, char** argv) {
     worker.join();  // never returns: the worker ends the process
     return 1;
   }
+  if (mode == "exit-while-recording") {
+    // exit() from a thread while two others record: the exit path (the final
+    // drain, then static destruction) runs beside them.
+    std::atomic<bool> started{false};
+    const auto record = [&started] {
+      for (;;) {
+        ferret::region r{"work"};
+        ferret::mark("tick");
+        started.store(true);
+      }
+    };
+    std::thread first{record}, second{record};
+    std::thread exiting{[&started] {
+      while (!started.load()) {
+      }
+      some_regions("exiting worker", 1000);
+      std::exit(0);
+    }};
+    exiting.join();  // never returns: the worker ends the process
+    return 1;
+  }
   if (mode == "sigterm") {
     some_regions("main", 10);
     ::kill(getpid(), SIGTERM);

@@ -87,6 +87,15 @@ const detail::runtime_api api_table{
       } catch (...) {
       }
     },
+    [](const char* key, std::size_t key_length, std::uint64_t bits, bool is_signed) noexcept {
+      try {
+        constexpr auto largest_signed = static_cast<std::uint64_t>(INT64_MAX);
+        rt().set_metadata({key, key_length}, is_signed || bits <= largest_signed
+                                                 ? metadata_value{static_cast<std::int64_t>(bits)}
+                                                 : metadata_value{bits});
+      } catch (...) {
+      }
+    },
 };
 
 }  // namespace

@@ -11,16 +11,17 @@ namespace ferret::runtime {
 namespace internal {
 namespace {
 
+// Both function-local, so that backends may register from their static
+// initialisers whatever the libraries' initialisation order, and never
+// destroyed: exit() from one thread destroys statics while others still run.
 std::mutex& registry_mutex() {
-  static std::mutex mutex;
-  return mutex;
+  static auto* mutex = new std::mutex;
+  return *mutex;
 }
 
-// Function-local so that backends may register from their static
-// initialisers whatever the libraries' initialisation order.
 std::vector<backend_entry>& entries() {
-  static std::vector<backend_entry> list;
-  return list;
+  static auto* list = new std::vector<backend_entry>;
+  return *list;
 }
 
 backend_factory lookup(const std::string& name) {

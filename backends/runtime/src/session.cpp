@@ -178,7 +178,7 @@ bool runtime_state::start_session() {
   output_was_directory_ = context.output_is_directory;
 
   // An output that cannot be written turns off its backend only.
-  std::vector<std::string> failures;
+  std::vector<std::pair<std::string, std::string>> failures;  // backend, why
   for (const auto& [name, factory] : factories) {
     std::string error;
     std::unique_ptr<backend> created = factory(context, error);
@@ -187,15 +187,18 @@ bool runtime_state::start_session() {
       continue;
     }
     if (error.empty()) error = fmt::format("backend '{}' failed to start", name);
-    failures.push_back(fmt::format("{}; backend '{}' is off", error, name));
+    failures.emplace_back(name, std::move(error));
+  }
+  for (std::size_t i = 0; i < failures.size(); ++i) {
+    if (s->backends.empty() && i + 1 == failures.size())
+      message("{}; running untraced", failures[i].second);
+    else
+      message("{}; backend '{}' is off", failures[i].second, failures[i].first);
   }
   if (s->backends.empty()) {
-    failures.back() = failures.back().substr(0, failures.back().rfind("; ")) + "; running untraced";
-    for (const std::string& failure : failures) message("{}", failure);
     release_buffers();
     return false;
   }
-  for (const std::string& failure : failures) message("{}", failure);
   s->chunk_storage.resize(chunk_count);
   s->free_chunks.reserve(chunk_count);
   for (std::size_t i = 0; i < chunk_count; ++i) {

@@ -129,6 +129,10 @@ struct runtime_api {
   // runtime stops storing into its flag and thread slots and keeps copies of
   // the names it recorded. Absent (size too small) in older runtimes.
   void (*detach)(std::atomic<std::uint8_t>* mode_flag) noexcept;
+  // An integer value exactly (set_metadata_number carries a double): the
+  // bits of an std::int64_t when is_signed, else of an std::uint64_t.
+  void (*set_metadata_integer)(const char* key, std::size_t key_length, std::uint64_t bits,
+                               bool is_signed) noexcept;
 };
 
 }  // namespace ferret::detail

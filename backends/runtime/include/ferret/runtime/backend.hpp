@@ -80,7 +80,8 @@ struct data_object_event {
   const data_object_info* object;
 };
 
-using metadata_value = std::variant<std::string, std::int64_t, double>;
+// Integers are exact: std::uint64_t holds only values above INT64_MAX.
+using metadata_value = std::variant<std::string, std::int64_t, double, std::uint64_t>;
 using metadata_list = std::vector<std::pair<std::string, metadata_value>>;
 
 /// Facts fixed when the session starts.
