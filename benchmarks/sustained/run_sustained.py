@@ -39,6 +39,7 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+TASKSET = []  # --taskset: a prefix for every run
 SOURCE = os.path.join(HERE, "sustained.cpp")
 # Written by the runtime at FERRET_VERBOSE >= 2 (and at 1 when it waited).
 WAIT_LINE = re.compile(r"application threads waited (\d+) times for a free buffer chunk, (\d+) ns")
@@ -91,7 +92,8 @@ def measure(program, backend, regions, threads, work):
     log = os.path.join(work, "run.log")
     with open(log, "w+") as err, open(os.path.join(work, "stdout.log"), "w+") as out:
         start = time.perf_counter()
-        pid = os.posix_spawn(program, [program, str(regions), str(threads)],
+        command = TASKSET + [program, str(regions), str(threads)]
+        pid = os.posix_spawnp(command[0], command,
                              environment(backend, out_dir + "/run"),
                              file_actions=[(os.POSIX_SPAWN_DUP2, out.fileno(), 1),
                                            (os.POSIX_SPAWN_DUP2, err.fileno(), 2)])
@@ -131,7 +133,7 @@ def instructions(program, backend, regions, work):
     out = os.path.join(work, "callgrind")
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)
-    result = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}/callgrind.%p",
+    result = subprocess.run(TASKSET + ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}/callgrind.%p",
                              program, str(regions), "1"],
                             env=environment(backend, out + "/run"), capture_output=True, text=True)
     if result.returncode != 0:
@@ -164,6 +166,10 @@ def main():
     parser.add_argument("--repetitions", type=int, default=3)
     parser.add_argument("--instructions-regions", type=int, default=200_000,
                         help="regions of the callgrind run (0: no instruction counts)")
+    parser.add_argument("--prebuilt", metavar="DIR",
+                        help="take sustained-NAME and sustained-NAME-baseline from DIR (for a machine "
+                             "without the build; --build gives the names, its directory is not used)")
+    parser.add_argument("--taskset", metavar="CPUS", help="run every program on these CPUs (taskset -c)")
     parser.add_argument("--work", help="scratch directory on a real disk (default: a new one under the first build)")
     parser.add_argument("--env", action="append", default=[], metavar="VAR=VALUE",
                         help="extra setting for the traced runs, e.g. FERRET_BUFFER_SIZE=256K")
@@ -176,12 +182,20 @@ def main():
     for extra in args.env:
         key, _, value = extra.partition("=")
         os.environ[key] = value
-    work = args.work or tempfile.mkdtemp(prefix="sustained-", dir=builds[0][1])
+    work = args.work or tempfile.mkdtemp(prefix="sustained-", dir=args.prebuilt or builds[0][1])
     os.makedirs(work, exist_ok=True)
     threads = [int(t) for t in args.threads.split(",")]
     backends = args.backends.split(",")
 
-    programs = {name: compile_programs(name, path, work) for name, path in builds}
+    if args.prebuilt:
+        programs = {name: tuple(os.path.join(os.path.abspath(args.prebuilt), f"sustained-{name}{suffix}")
+                                for suffix in ("", "-baseline"))
+                    for name, _ in builds}
+    else:
+        programs = {name: compile_programs(name, path, work) for name, path in builds}
+    if args.taskset:
+        global TASKSET
+        TASKSET = ["taskset", "-c", args.taskset]
     configs = []
     for name, _ in builds:
         for count in threads:
