@@ -72,6 +72,13 @@ if(FERRET_HAVE_OTF2)
     set_tests_properties(${name} PROPERTIES LABELS "process;mpi")
   endforeach()
 endif()
+add_test(NAME mpi_communication_summary
+         COMMAND ${FERRET_TEST_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/mpi_communication_test.py
+                 --mode summary --app $<TARGET_FILE:mpi_communication_app> --mpiexec ${MPIEXEC_EXECUTABLE}
+                 --merge ${PROJECT_SOURCE_DIR}/tools/ferret-merge
+                 --trace-check $<TARGET_FILE:ferret-trace-check>
+                 --work ${CMAKE_CURRENT_BINARY_DIR}/mpi_communication_summary)
+set_tests_properties(mpi_communication_summary PROPERTIES LABELS "process;mpi")
 add_test(NAME mpi_communication_tau
          COMMAND ${FERRET_TEST_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/mpi_communication_test.py
                  --mode tau --app $<TARGET_FILE:mpi_communication_app> --mpiexec ${MPIEXEC_EXECUTABLE}

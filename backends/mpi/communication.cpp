@@ -97,8 +97,12 @@ std::uint64_t this_thread_id() noexcept {
   return tid;
 }
 
+// The wrapped call running on this thread (its region's name), for the events.
+thread_local const char* t_call = nullptr;
+
 void record(communication_event event) noexcept {
   event.tid = this_thread_id();
+  event.call = t_call;
   const std::uint64_t waiting = this_thread_log().push(event);
   if (waiting == 0) {
     g_events_dropped.fetch_add(1, std::memory_order_relaxed);
@@ -444,7 +448,9 @@ void stop_communication_recording() {
 
 namespace fm = ferret::mpi;
 
-#define FERRET_MPI_CALL(name) FERRET_REGION_IN(fm::mpi_domain, name)
+#define FERRET_MPI_CALL(name)            \
+  FERRET_REGION_IN(fm::mpi_domain, name); \
+  fm::t_call = name
 
 extern "C" {
 
