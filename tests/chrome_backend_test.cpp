@@ -83,6 +83,14 @@ json the_event(const json& doc, std::string_view phase, std::string_view name) {
   return found.front();
 }
 
+// The source locations the metadata gives for `name` (each written once,
+// not repeated in the events).
+json locations(const json& doc, const std::string& name) {
+  const json& table = doc.at("metadata").at("source-locations");
+  REQUIRE_MESSAGE(table.contains(name), "no source location for " << name);
+  return table.at(name);
+}
+
 // One backend writing <tempdir>/trace.json, with the runtime's side faked.
 struct fixture {
   ferret::testing::temp_directory dir{"ferret-chrome-test"};
@@ -202,12 +210,15 @@ TEST_CASE("regions nest on two threads with exact times and durations") {
   CHECK(x_outer.at("cat") == "solver");
   CHECK(x_outer.at("ts").get<double>() == 1.0);
   CHECK(x_outer.at("dur").get<double>() == 9.0);
-  CHECK(x_outer.at("args") ==
-        json({{"file", "solver.cpp"}, {"line", 12}, {"function", "void solve()"}}));
+  CHECK_FALSE(x_outer.contains("args"));  // the location is in the metadata, once
+  CHECK(locations(doc, "outer") ==
+        json::array({{{"file", "solver.cpp"}, {"line", 12}, {"function", "void solve()"},
+                      {"cat", "solver"}}}));
   const json x_inner = the_event(doc, "X", "inner");
   CHECK(x_inner.at("tid") == test_pid);
   CHECK_FALSE(x_inner.contains("cat"));  // default domain
-  CHECK_FALSE(x_inner.contains("args"));  // no source location
+  CHECK_FALSE(x_inner.contains("args"));
+  CHECK_FALSE(doc.at("metadata").at("source-locations").contains("inner"));  // none known
   CHECK(x_inner.at("dur").get<double>() == 1.5);
   for (const json& x : events_of(doc, "X"))
     if (x.at("name") == "task") CHECK(x.at("tid") == worker_tid);
@@ -269,8 +280,9 @@ TEST_CASE("marks are instants on their thread") {
   CHECK(i.at("pid") == test_pid);
   CHECK(i.at("cat") == "solver");
   CHECK(i.at("ts").get<double>() == 2.5);
-  CHECK(i.at("args").at("file") == "solver.cpp");
-  CHECK(i.at("args").at("line") == 40);
+  CHECK_FALSE(i.contains("args"));
+  CHECK(locations(doc, "converged").at(0).at("file") == "solver.cpp");
+  CHECK(locations(doc, "converged").at(0).at("line") == 40);
   for (const json& e : events_of(doc, "i"))
     if (e.at("name") == "step") CHECK(e.at("tid") == test_pid);
 }
@@ -385,9 +397,9 @@ TEST_CASE("unbalanced and unmatched region ends are repaired and counted") {
   for (const json& x : events_of(doc, "X")) {
     if (x.at("name") != "a") continue;
     ++a_count;
-    CHECK_FALSE(x.at("args").contains("ferret"));
-    CHECK(x.at("args").at("file") == "a.cpp");
+    CHECK_FALSE(x.contains("args"));
   }
+  CHECK(locations(doc, "a").at(0).at("file") == "a.cpp");
   CHECK(a_count == 2);
   CHECK(report.name_counts.count("z") == 0);
 }
@@ -416,7 +428,8 @@ TEST_CASE("regions still open at the final flush end at the session end") {
   CHECK(text.find(R"("ts":0.200,"dur":8.900)") != std::string::npos);
   const json doc = json::parse(text);
   const json x_run = the_event(doc, "X", "run");
-  CHECK(x_run.at("args") == json({{"file", "main.cpp"}, {"line", 3}, {"ferret", "unfinished"}}));
+  CHECK(x_run.at("args") == json({{"ferret", "unfinished"}}));
+  CHECK(locations(doc, "run").at(0).at("file") == "main.cpp");
   CHECK(the_event(doc, "X", "phase").at("args") == json({{"ferret", "unfinished"}}));
 }
 
@@ -445,8 +458,8 @@ TEST_CASE("names with quotes, control bytes and invalid UTF-8 come out valid") {
   const json doc = parse_file(f.path);
   const json x = the_event(doc, "X", tricky);
   CHECK(x.at("cat") == "dom\"ain");
-  CHECK(x.at("args").at("file") == "dir\\file\x01.cpp");
-  CHECK(x.at("args").at("function") == "f\n()");
+  CHECK(locations(doc, tricky).at(0).at("file") == "dir\\file\x01.cpp");
+  CHECK(locations(doc, tricky).at(0).at("function") == "f\n()");
   CHECK(the_event(doc, "i", invalid_decoded).at("cat") == "\xef\xbf\xbd\xef\xbf\xbd");
   CHECK(the_event(doc, "b", invalid_decoded).at("id") == "0x5");
   const json& metadata = doc.at("metadata");
@@ -533,7 +546,7 @@ TEST_CASE("the file stays a complete trace when the buffer fills between flushes
   const auto* step = f.names.add("a step with a fairly long name to fill the buffer sooner",
                                  "domain", "some/long/path/to/a/source/file.cpp", 1234,
                                  "void some_namespace::some_function(int, double)");
-  constexpr int regions = 5'000;  // about 1.4 MiB of JSON: one spill
+  constexpr int regions = 5'000;  // about 600 KiB of JSON: two batches spill
   std::vector<rt::record> records;
   for (int k = 0; k < regions; ++k) {
     records.push_back(begin(std::int64_t{k} * 100, step));
@@ -549,7 +562,7 @@ TEST_CASE("the file stays a complete trace when the buffer fills between flushes
   f.flush(true);
   const check::report report = checked(f.path);
   CHECK(report.phase_counts.at("X") == regions);
-  CHECK(std::filesystem::file_size(f.path) > (std::uintmax_t{1} << 20));
+  CHECK(std::filesystem::file_size(f.path) > (std::uintmax_t{512} << 10));
 }
 
 TEST_CASE("abandon leaves the file exactly as the last flush wrote it") {
@@ -593,7 +606,7 @@ TEST_CASE("a file that cannot take the head is reported like one that cannot be 
                      std::string{std::strerror(ENOSPC)});
 }
 
-TEST_CASE("a write that fails later stops the output and shows in describe()") {
+TEST_CASE("a write that fails later closes the document, counts the loss and says so") {
   fixture f;
   const auto* step = f.names.add("step");
   // Files may not grow past 64 KiB for a moment; EFBIG instead of SIGXFSZ.
@@ -606,8 +619,11 @@ TEST_CASE("a write that fails later stops the output and shows in describe()") {
   rlimit small = old_limit;
   small.rlim_cur = 64 * 1024;
   REQUIRE(setrlimit(RLIMIT_FSIZE, &small) == 0);
+  const auto* first = f.names.add("first");
+  f.feed(f.main_thread, {begin(0, first), end(1, first)});
+  f.flush(false);  // written before the limit
   std::vector<rt::record> records;
-  for (int k = 0; k < 20'000; ++k) {  // over 1 MiB: spills while the limit holds
+  for (int k = 0; k < 20'000; ++k) {  // over 256 KiB: spills while the limit holds
     records.push_back(begin(std::int64_t{k} * 10, step));
     records.push_back(end(std::int64_t{k} * 10 + 5, step));
   }
@@ -618,14 +634,26 @@ TEST_CASE("a write that fails later stops the output and shows in describe()") {
 
   const std::string line = f.backend->describe();
   CHECK(line.rfind("chrome trace: " + f.path + " (", 0) == 0);
-  CHECK(line.find("incomplete: write: " + std::string{std::strerror(EFBIG)}) !=
-        std::string::npos);
-  // Nothing more is written once a write failed.
-  const auto size = std::filesystem::file_size(f.path);
-  CHECK(size <= 64 * 1024);
+  CHECK(line.find("incomplete: write: " + std::string{std::strerror(EFBIG)} +
+                  "; 20000 events not written") != std::string::npos);
+  // The events written before the failure, in a closed document that says
+  // what was lost.
+  CHECK(std::filesystem::file_size(f.path) <= 64 * 1024);
+  {
+    const check::report report = checked(f.path);
+    CHECK(report.name_counts.at("first") == 1);
+    CHECK(report.name_counts.count("step") == 0);
+    CHECK(report.metadata.at("events-not-written") == 20'000);
+  }
+  // Events after the failure are counted, not written; the count stays current.
   f.feed(f.main_thread, {begin(1'000'000, step), end(1'000'001, step)});
   f.flush(true);
-  CHECK(std::filesystem::file_size(f.path) == size);
+  const check::report report = checked(f.path);
+  CHECK(report.name_counts.count("step") == 0);
+  CHECK(report.metadata.at("events-not-written") == 20'001);
+  const json doc = parse_file(f.path);
+  CHECK(doc.at("metadata").at("write-error") ==
+        "write: " + std::string{std::strerror(EFBIG)});
 }
 
 TEST_CASE("metadata holds the session facts, runtime metadata, counts and run metadata") {
@@ -1156,4 +1184,35 @@ TEST_CASE("GPU processes and stream tracks are named once; a late announcement r
   h.backend->gpu_device(make_device(3, "Idle GPU"));
   h.flush(true);
   CHECK(checked(h.path).process_names.count(gpu_pid(3)) == 0);
+}
+
+TEST_CASE("regions nested deeper than Perfetto shows are counted and named in describe()") {
+  fixture f;
+  const auto* level = f.names.add("level");
+  constexpr int depth = 600;  // Perfetto keeps 512 nested slices per track
+  std::vector<rt::record> records;
+  for (int k = 0; k < depth; ++k) records.push_back(begin(k, level));
+  for (int k = depth; k > 0; --k) records.push_back(end(2 * depth - k, level));
+  f.backend->thread_records(f.main_thread, records.data(), records.size());
+  f.flush(true);
+  const check::report report = checked(f.path);
+  CHECK(report.phase_counts.at("X") == depth);  // all written, for readers without the limit
+  CHECK(report.metadata.at("regions-deeper-than-perfetto-shows") == depth - 512);
+  CHECK(f.backend->describe().find(
+            "; 88 regions nested deeper than 512 levels, which Perfetto does not show") !=
+        std::string::npos);
+}
+
+TEST_CASE("a trace within Perfetto's depth says nothing about depth") {
+  fixture f;
+  const auto* level = f.names.add("level");
+  std::vector<rt::record> records;
+  for (int k = 0; k < 512; ++k) records.push_back(begin(k, level));
+  for (int k = 512; k > 0; --k) records.push_back(end(1024 - k, level));
+  f.backend->thread_records(f.main_thread, records.data(), records.size());
+  f.flush(true);
+  const check::report report = checked(f.path);
+  CHECK(report.phase_counts.at("X") == 512);
+  CHECK_FALSE(report.metadata.contains("regions-deeper-than-perfetto-shows"));
+  CHECK(f.backend->describe().find("deeper") == std::string::npos);
 }

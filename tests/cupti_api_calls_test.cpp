@@ -493,6 +493,45 @@ TEST_CASE("allocations become data objects, copies name them, releases end them"
     }
 }
 
+// Peer access off: the driver stages a copy between two devices through host
+// memory, and CUPTI reports a DtoH and an HtoD record with the call's
+// correlation (seen on two H200s, 2026-11-26). Each half touches only the
+// object on its device side; a real peer copy touches both.
+TEST_CASE("a copy between devices staged through the host: each half names its device's object") {
+  api_calls calls{api_recording::work, {device_one, nullptr}};
+  static char on_device_zero[4096];
+  static char on_device_one[4096];
+  const std::uint64_t from = ferret::register_data_object(
+      "from", on_device_zero, sizeof on_device_zero, ferret::memory_kind::device, 0);
+  const std::uint64_t to = ferret::register_data_object(
+      "to", on_device_one, sizeof on_device_one, ferret::memory_kind::device, 1);
+  const call_site peer_call{CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyPeer_v4000,
+                            "cudaMemcpyPeer_v4000"};
+  cudaMemcpyPeer_v4000_params params{on_device_one, 1, on_device_zero, 0, 1024};
+  enter(calls, peer_call, 80, &params);
+  leave(calls, peer_call, 80, &params);
+  const auto half = [](ferret::runtime::copy_kind kind) {
+    gpu_activity copy{};
+    copy.operation = ferret::runtime::gpu_operation::memcpy;
+    copy.copy = kind;
+    copy.bytes = 1024;
+    copy.launch.correlation = 80;
+    return copy;
+  };
+  std::vector<gpu_activity> batch{half(ferret::runtime::copy_kind::device_to_host),
+                                  half(ferret::runtime::copy_kind::host_to_device),
+                                  half(ferret::runtime::copy_kind::peer_to_peer)};
+  calls.name_objects(batch);
+  CHECK(batch[0].source_object_id == from);
+  CHECK(batch[0].destination_object_id == 0);
+  CHECK(batch[1].source_object_id == 0);
+  CHECK(batch[1].destination_object_id == to);
+  CHECK(batch[2].source_object_id == from);
+  CHECK(batch[2].destination_object_id == to);
+  ferret::unregister_data_object(from);
+  ferret::unregister_data_object(to);
+}
+
 TEST_CASE("names of calls lose their version suffix, not their entry point") {
   CHECK(ferret::cupti::api_name("cudaLaunchKernel_v7000") == "cudaLaunchKernel");
   CHECK(ferret::cupti::api_name("cudaMemcpyAsync_ptsz_v7000") == "cudaMemcpyAsync_ptsz");

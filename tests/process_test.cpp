@@ -121,6 +121,10 @@ TEST_CASE("FERRET_OUTPUT: file, pattern and directory") {
 TEST_CASE("configuration errors: one clear line, the program runs on untraced") {
   const std::vector<std::pair<std::map<std::string, std::string>, std::string>> cases{
       {{{"FERRET_BACKEND", "chorme"}}, "unknown backend 'chorme' in FERRET_BACKEND (available: "},
+      // No stub of the known backend's output either.
+      {{{"FERRET_BACKEND", "chrome,chorme"}}, "unknown backend 'chorme' in FERRET_BACKEND"},
+      {{{"FERRET_BACKEND", "chrome"}, {"FERRET_OUTPUT", "/dev/null"}},
+       "FERRET_OUTPUT='/dev/null' is neither a file nor a directory"},
       {{{"FERRET_BACKEND", "chrome,"}}, "FERRET_BACKEND='chrome,' is not valid"},
       {{{"FERRET_BACKEND", "chrome"}, {"FERRET_BUFFER_SIZE", "huge"}},
        "FERRET_BUFFER_SIZE='huge' is not valid"},
@@ -152,6 +156,39 @@ TEST_CASE("configuration errors: one clear line, the program runs on untraced") 
   CHECK(result.err.find("chrome") != std::string::npos);
 }
 
+TEST_CASE("outputs: missing directories are made; one that cannot be written turns off only its backend") {
+  SUBCASE("missing parent directories") {
+    const auto result = run("regions", {{"FERRET_BACKEND", "chrome"},
+                                        {"FERRET_OUTPUT", "a/b/trace.json"},
+                                        {"FERRET_VERBOSE", "0"}});
+    CHECK(result.err.empty());
+    REQUIRE(fs::exists(result.directory / "a/b/trace.json"));
+    CHECK(count(checked(result.directory / "a/b/trace.json"), "work") == 200);
+  }
+  SUBCASE("the chrome output cannot be written, the TAU profile can") {
+    const fs::path outputs = fs::temp_directory_path() / ("ferret-process-test-outputs-" + std::to_string(getpid()));
+    fs::remove_all(outputs);
+    fs::create_directories(outputs / "run.json");  // where the chrome trace would go
+    const auto result = run("regions", {{"FERRET_BACKEND", "chrome,tau"},
+                                        {"FERRET_OUTPUT", (outputs / "run").string()},
+                                        {"FERRET_VERBOSE", "0"}});
+    CHECK(result.exit_code == 0);
+    const auto lines = result.error_lines();
+    REQUIRE(lines.size() == 1);
+    CHECK(lines[0].find("cannot write the chrome trace") != std::string::npos);
+    CHECK(lines[0].find("backend 'chrome' is off") != std::string::npos);
+    CHECK(fs::exists(outputs / "run/profile.0.0.0"));
+    CHECK(fs::is_empty(outputs / "run.json"));
+    fs::remove_all(outputs);
+  }
+  SUBCASE("a device is refused") {
+    const bool existed = fs::exists("/dev/null.json");
+    const auto result = run("regions", {{"FERRET_BACKEND", "chrome"}, {"FERRET_OUTPUT", "/dev/null"}});
+    CHECK(result.error_lines().size() == 1);
+    CHECK(fs::exists("/dev/null.json") == existed);
+  }
+}
+
 TEST_CASE("exit() from another thread writes a complete trace") {
   const auto result = run("exit-from-thread", {{"FERRET_BACKEND", "chrome"}});
   CHECK(result.exit_code == 3);
@@ -169,16 +206,67 @@ TEST_CASE("SIGTERM: the trace is written before the default action") {
   CHECK(count(report, "work") == 10);
 }
 
-TEST_CASE("fork: the child never writes into the parent's trace") {
-  SUBCASE("one output file: the child is not traced") {
-    const auto result = run("fork", {{"FERRET_BACKEND", "chrome"}, {"FERRET_OUTPUT", "one.json"}});
-    CHECK(result.exit_code == 0);
+TEST_CASE("SIGTERM with a large buffer: what the wait leaves unwritten is counted and said") {
+  const std::map<std::string, std::string> busy{{"FERRET_BACKEND", "chrome"},
+                                                {"FERRET_BUFFER_SIZE", "64M"},
+                                                {"FERRET_FLUSH_INTERVAL", "0"}};
+  SUBCASE("no time to write: every buffered record counted, the trace still closed") {
+    auto environment = busy;
+    environment["FERRET_SIGNAL_WAIT"] = "0";
+    const auto result = run("sigterm-busy", environment);
+    CHECK(result.exit_code == -SIGTERM);
     REQUIRE(result.files().size() == 1);
     const auto report = checked(result.files()[0]);
-    CHECK(count(report, "parent before fork") == 1);
-    CHECK(count(report, "parent after fork") == 1);
-    CHECK(count(report, "child") == 0);
-    CHECK(count(report, "main") == 1);
+    const auto unwritten = report.metadata.at("events-dropped-unwritten-at-signal").get<std::int64_t>();
+    CHECK(unwritten > 0);
+    // begin, mark and end per region, and main's begin: written or counted,
+    // none lost silently.
+    CHECK(3 * static_cast<std::int64_t>(count(report, "work")) + unwritten == 300001);
+    CHECK(result.err.find(std::to_string(unwritten) + " events were not written") != std::string::npos);
+    CHECK(result.err.find("FERRET_SIGNAL_WAIT=0 ms") != std::string::npos);
+  }
+  SUBCASE("the default wait: everything written") {
+    const auto result = run("sigterm-busy", busy);
+    CHECK(result.exit_code == -SIGTERM);
+    REQUIRE(result.files().size() == 1);
+    const auto report = checked(result.files()[0]);
+    CHECK(report.metadata.at("events-dropped-unwritten-at-signal") == 0);
+    CHECK(count(report, "work") == 100000);
+    CHECK(result.err.find("not written") == std::string::npos);
+  }
+}
+
+TEST_CASE("fork: the child never writes into the parent's trace") {
+  SUBCASE("one output file: the child's goes beside it, with its pid") {
+    const auto result = run("fork", {{"FERRET_BACKEND", "chrome"}, {"FERRET_OUTPUT", "one.json"}});
+    CHECK(result.exit_code == 0);
+    const auto files = result.files();
+    REQUIRE(files.size() == 2);
+    for (const auto& file : files) {
+      const auto report = checked(file);
+      const bool parent = file.filename() == "one.json";
+      CHECK((parent || file.filename().string().rfind("one-", 0) == 0));
+      CHECK(count(report, "parent before fork") == (parent ? 1u : 0u));
+      CHECK(count(report, "parent after fork") == (parent ? 1u : 0u));
+      CHECK(count(report, "child") == (parent ? 0u : 1u));
+    }
+  }
+  SUBCASE("the parent's output directories are no place for the child's") {
+    // TAU writes the directory 'run' for the parent: the child's outputs go
+    // beside it (run-<pid>.json, run-<pid>/), never into it.
+    const auto result = run("fork", {{"FERRET_BACKEND", "chrome,tau"}, {"FERRET_OUTPUT", "run"}});
+    CHECK(result.exit_code == 0);
+    std::size_t child_traces = 0;
+    for (const auto& file : result.files()) {
+      const std::string name = fs::relative(file, result.directory).string();
+      CAPTURE(name);
+      CHECK((name == "run.json" || name.rfind("run/profile.", 0) == 0 || name.rfind("run-", 0) == 0));
+      if (name.rfind("run-", 0) == 0 && file.extension() == ".json") {
+        ++child_traces;
+        CHECK(count(checked(file), "child") == 1);
+      }
+    }
+    CHECK(child_traces == 1);
   }
   SUBCASE("per-process output: the child gets its own trace") {
     const auto result = run("fork", {{"FERRET_BACKEND", "chrome"}, {"FERRET_OUTPUT", "t-%p"}});
@@ -191,6 +279,18 @@ TEST_CASE("fork: the child never writes into the parent's trace") {
       CHECK(count(report, "parent before fork") == (parent ? 1u : 0u));
       CHECK(count(report, "parent after fork") == (parent ? 1u : 0u));
       CHECK(count(report, "child") == (parent ? 0u : 1u));
+    }
+  }
+  SUBCASE("children whose two threads start recording at once lose nothing") {
+    const auto result = run("fork-two-threads", {{"FERRET_BACKEND", "chrome"}, {"FERRET_OUTPUT", "t-%p"}});
+    CHECK(result.exit_code == 0);
+    const auto files = result.files();
+    REQUIRE(files.size() == 21);
+    for (const auto& file : files) {
+      if (file.filename() == "t-" + std::to_string(result.pid) + ".json") continue;
+      const auto report = checked(file);
+      CHECK_MESSAGE(count(report, "work") == 4000, file);
+      CHECK(report.metadata.at("events-dropped") == 0);
     }
   }
   SUBCASE("a child that only execs leaves no output") {

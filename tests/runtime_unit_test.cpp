@@ -39,8 +39,9 @@ TEST_CASE("settings: defaults") {
   REQUIRE(s);
   CHECK(s->backends.empty());
   CHECK(s->output == "ferret-%e-%p");
-  CHECK(s->buffer_bytes == 64u << 20);
+  CHECK(s->buffer_bytes == 8u << 20);
   CHECK(s->flush_interval_ms == 200);
+  CHECK(s->signal_wait_ms == 4000);
   CHECK(s->clock == clock_choice::automatic);
   CHECK(s->verbose == 1);
 }
@@ -66,6 +67,7 @@ TEST_CASE("settings: malformed values name the variable and what it accepts") {
       {"FERRET_BUFFER_SIZE", "lots"}, {"FERRET_BUFFER_SIZE", "1K"},
       {"FERRET_FLUSH_INTERVAL", "-5"}, {"FERRET_FLUSH_INTERVAL", "99999999"},
       {"FERRET_CLOCK", "rdtsc"},      {"FERRET_VERBOSE", "3"},
+      {"FERRET_SIGNAL_WAIT", "60001"},
       {"FERRET_OUTPUT", "  "}};
   for (const auto& [variable, value] : bad_values) {
     std::string error;

@@ -273,6 +273,17 @@ TEST_CASE("X events on one thread must nest") {
     const auto r = tc::check_text(nested(513));
     CHECK(r.error_count == 1);
     CHECK(errors_with(r, "deeper than 512") == 1);
+    // Declared in the metadata with the exact count: said, not silent.
+    const auto with_metadata = [&](int levels, const std::string& count) {
+      std::string text = nested(levels);
+      text.insert(text.size() - 1, R"(,"metadata":{"regions-deeper-than-perfetto-shows":)" +
+                                       count + "}");
+      return text;
+    };
+    CHECK(tc::check_text(with_metadata(515, "3")).ok());
+    const auto wrong = tc::check_text(with_metadata(515, "2"));
+    CHECK(errors_with(wrong, "is 2, but 3 slices are nested deeper") == 1);
+    CHECK(errors_with(wrong, "deeper than 512 levels; Perfetto") == 3);
   }
 }
 

@@ -4,6 +4,9 @@
 // iostreams: a fork() child must be able to drop everything (abandon()) without
 // a library flushing buffered bytes into the parent's file behind our back.
 #include "chrome_backend.hpp"
+#include "decimal.hpp"
+#include "exit_guard.hpp"
+#include "ferret/runtime/runtime.hpp"
 
 #include <fmt/format.h>
 
@@ -45,30 +48,74 @@ using runtime::session_info;
 using runtime::session_status;
 using runtime::thread_info;
 
-// Big enough that write(2) calls are rare, small enough to be negligible next
-// to the runtime's own buffers.
-constexpr std::size_t buffer_capacity = std::size_t{1} << 20;
+// Events are written to the file in batches of about this size: write(2)
+// calls stay rare, and the buffer stays in the CPU's cache.
+constexpr std::size_t batch_bytes = std::size_t{256} << 10;
 
-// Slack so that the event that crosses the threshold does not reallocate.
-constexpr std::size_t buffer_reserve = buffer_capacity + 64 * 1024;
+// Room kept after a full batch, so that the event that fills it never
+// reallocates (only names longer than this make the buffer grow).
+constexpr std::size_t batch_slack = std::size_t{16} << 10;
 
-// Appends `ns` in microseconds with exactly three decimals. Integer arithmetic
-// only: a double holds ns exactly only up to 2^53 and would print rounding
-// noise such as 1234.5670000000002. This runs twice per region, hence
-// fmt::format_int (no format string to parse) rather than format_to.
+// Perfetto's slice tracker keeps at most this many nested slices per track
+// and drops deeper ones; the trace counts the regions it will drop.
+constexpr std::size_t perfetto_max_depth = 512;
+
+// Appends `ns` in microseconds with exactly three decimals (the rare events'
+// path; regions, marks and counters write into the byte buffer directly).
 void append_us(std::string& out, std::int64_t ns) {
-  const bool negative = ns < 0;
-  // Negating in unsigned arithmetic is defined for INT64_MIN too.
-  const std::uint64_t magnitude =
-      negative ? ~static_cast<std::uint64_t>(ns) + 1U : static_cast<std::uint64_t>(ns);
-  if (negative) out.push_back('-');
-  const fmt::format_int whole{magnitude / 1000U};
-  out.append(whole.data(), whole.size());
-  const auto fraction = static_cast<unsigned>(magnitude % 1000U);
-  const char decimals[] = {'.', static_cast<char>('0' + fraction / 100U),
-                           static_cast<char>('0' + fraction / 10U % 10U),
-                           static_cast<char>('0' + fraction % 10U)};
-  out.append(decimals, sizeof decimals);
+  char digits[max_number_bytes];
+  out.append(digits, write_microseconds(digits, ns));
+}
+
+// The events of one batch, written through a cursor into a buffer that is
+// reused from batch to batch: no std::string and no allocation per event.
+class byte_buffer {
+ public:
+  byte_buffer() : storage_(std::make_unique<char[]>(batch_bytes + batch_slack)) {
+    cursor_ = storage_.get();
+    end_ = cursor_ + batch_bytes + batch_slack;
+  }
+
+  char* cursor() const noexcept { return cursor_; }
+  void advance_to(char* end) noexcept { cursor_ = end; }
+  const char* data() const noexcept { return storage_.get(); }
+  std::size_t size() const noexcept { return static_cast<std::size_t>(cursor_ - storage_.get()); }
+  bool full() const noexcept { return size() >= batch_bytes; }
+  void clear() noexcept { cursor_ = storage_.get(); }
+
+  /// Makes sure `bytes` more fit after the cursor.
+  void reserve(std::size_t bytes) {
+    if (static_cast<std::size_t>(end_ - cursor_) >= bytes) return;
+    const std::size_t used = size();
+    const std::size_t capacity = used + bytes + batch_slack;
+    auto grown = std::make_unique<char[]>(capacity);
+    std::memcpy(grown.get(), storage_.get(), used);
+    storage_ = std::move(grown);
+    cursor_ = storage_.get() + used;
+    end_ = storage_.get() + capacity;
+  }
+
+  void append(std::string_view bytes) {
+    reserve(bytes.size());
+    std::memcpy(cursor_, bytes.data(), bytes.size());
+    cursor_ += bytes.size();
+  }
+
+  void release() noexcept {
+    storage_.reset();
+    cursor_ = end_ = nullptr;
+  }
+
+ private:
+  std::unique_ptr<char[]> storage_;
+  char* cursor_ = nullptr;
+  char* end_ = nullptr;
+};
+
+// Copies a preformatted piece to `out`; returns the end.
+char* put(char* out, std::string_view piece) noexcept {
+  std::memcpy(out, piece.data(), piece.size());
+  return out + piece.size();
 }
 
 // ISO-8601 UTC with microseconds, e.g. "2024-05-01T12:34:56.789012Z" (quoted).
@@ -125,17 +172,29 @@ struct frame {
   std::int64_t begin_ns;
 };
 
+// The start of a thread's complete events of one name, up to the timestamp.
+struct complete_prefix {
+  const name_info* source = nullptr;
+  std::string text;  // {"ph":"X","name":"...","pid":P,"tid":T,"ts":
+};
+
 struct thread_state {
-  std::string name;  // as last written in its thread_name event
-  std::string ids;   // "pid":P,"tid":T — the same in all of its events
+  std::string name;    // as last written in its thread_name event
+  std::string ids;     // "pid":P,"tid":T — the same in all of its events
+  std::string ids_ts;  // "pid":P,"tid":T,"ts":
   std::vector<frame> stack;
+  std::vector<complete_prefix> complete_prefixes;  // by name_info::id
 };
 
 // The escaped, preformatted pieces of a name, built once per name_info::id.
+// Events do not repeat the source location: the metadata's
+// "source-locations" holds it once per name.
 struct name_entry {
   const name_info* source = nullptr;
-  std::string name_cat;  // "name":"...","cat":"..." (no cat for the default domain)
-  std::string location;  // "file":"...","line":N,"function":"..." or empty
+  std::string name_cat;         // "name":"...","cat":"..." (no cat for the default domain)
+  std::string complete_prefix;  // {"ph":"X","name":"...",
+  std::string instant_prefix;   // {"ph":"i","s":"t","name":"...",
+  std::string counter_prefix;   // {"ph":"C","name":"...","pid":P,"ts":
 };
 
 struct live_object {
@@ -176,7 +235,6 @@ class chrome_backend final : public runtime::backend {
  public:
   chrome_backend(const session_info& session, std::string path, int fd)
       : session_(session), path_(std::move(path)), fd_(fd) {
-    buffer_.reserve(buffer_reserve);
   }
 
   ~chrome_backend() override {
@@ -192,15 +250,23 @@ class chrome_backend final : public runtime::backend {
   /// Writes the head and a trailer, so that the file is valid from the start.
   /// Returns 0, or the errno of the write that failed.
   int start() {
-    buffer_.append("{\"traceEvents\":[\n");
+    text_.append("{\"traceEvents\":[\n");
     begin_event();
-    buffer_.append(R"({"ph":"M","name":"process_name",)");
-    fmt::format_to(std::back_inserter(buffer_), "\"pid\":{},\"args\":{{\"name\":", session_.pid);
-    append_json_string(buffer_, session_.executable);
-    buffer_.push_back('}');
+    text_.append(R"({"ph":"M","name":"process_name",)");
+    fmt::format_to(std::back_inserter(text_), "\"pid\":{},\"args\":{{\"name\":", session_.pid);
+    append_json_string(text_, session_.executable);
+    text_.push_back('}');
     end_event();
     write_out();
-    return failed_ ? error_number_ : 0;
+    if (failed_) return error_number_;
+    // Kill-safe from here: the guard closes the file if this process dies
+    // during a later write. Without one (valgrind, seccomp) the file is still
+    // complete after each write. (No message: this runs inside the runtime's
+    // session start, where it cannot be asked for the verbosity.)
+    format_trailer();
+    guard_.start(fd_, events_end_, text_);
+    text_.clear();
+    return 0;
   }
 
   void thread_records(const thread_info& thread, const record* records,
@@ -212,7 +278,10 @@ class chrome_backend final : public runtime::backend {
       if (r.name == nullptr) continue;  // nothing sensible to write
       end_ns_ = std::max(end_ns_, r.time_ns);
       switch (r.kind) {
-        case record_kind::region_begin: state.stack.push_back(frame{r.name, r.time_ns}); break;
+        case record_kind::region_begin:
+          if (state.stack.size() >= perfetto_max_depth) ++regions_too_deep_;
+          state.stack.push_back(frame{r.name, r.time_ns});
+          break;
         case record_kind::region_end: end_region(state, r); break;
         case record_kind::mark: append_mark(state, r); break;
         case record_kind::counter: append_counter(r); break;
@@ -248,18 +317,24 @@ class chrome_backend final : public runtime::backend {
     if (status.final) finish_open_intervals();
     write_out();
     if (status.final) {
+      guard_.finish();
       if (::close(fd_) != 0) fail(errno, "close");
       fd_ = -1;
       closed_ = true;
+      // One line for a trace that lost events: describe() gives it at exit
+      // from FERRET_VERBOSE=1 on, and here below that.
+      if (failed_ && runtime::verbosity() < 1) runtime::print_message(describe());
     }
   }
 
   void abandon() noexcept override {
+    guard_.forget();
     if (fd_ >= 0) ::close(fd_);
     fd_ = -1;
     closed_ = true;
     // Release memory, never write: the parent process owns the file.
-    std::string().swap(buffer_);
+    std::string().swap(text_);
+    out_.release();
     threads_.clear();
     live_.clear();
     names_.clear();
@@ -270,8 +345,16 @@ class chrome_backend final : public runtime::backend {
   }
 
   std::string describe() const override {
-    std::string line = fmt::format("chrome trace: {} ({} events)", path_, events_);
-    if (failed_) fmt::format_to(std::back_inserter(line), ", incomplete: {}", error_);
+    std::string line =
+        fmt::format("chrome trace: {} ({} events)", path_, events_ - events_not_written_);
+    if (failed_)
+      fmt::format_to(std::back_inserter(line), ", incomplete: {}; {} events not written{}", error_,
+                     events_not_written_,
+                     cannot_close_ ? ", and the document could not be closed" : "");
+    if (regions_too_deep_ != 0)
+      fmt::format_to(std::back_inserter(line),
+                     "; {} regions nested deeper than {} levels, which Perfetto does not show",
+                     regions_too_deep_, perfetto_max_depth);
     return line;
   }
 
@@ -307,13 +390,37 @@ class chrome_backend final : public runtime::backend {
   }
 
   void begin_event() {
-    if (events_ != 0) buffer_.append(",\n");
+    if (events_ != 0) text_.append(",\n");
     ++events_;
   }
 
   void end_event() {
-    buffer_.push_back('}');
-    if (buffer_.size() >= buffer_capacity) write_out();
+    text_.push_back('}');
+    commit_text();
+  }
+
+  // Moves a rare event, formatted in text_, into the batch.
+  void commit_text() {
+    out_.append(text_);
+    text_.clear();
+    if (out_.full()) write_out();
+  }
+
+  // Starts a region, mark or counter event in the batch: the separator from
+  // the previous event (start() wrote the first one), and room for
+  // `prefix_bytes` plus the numbers and punctuation after them.
+  char* start_fast_event(std::size_t prefix_bytes) {
+    ++events_;
+    out_.reserve(prefix_bytes + 4 * max_number_bytes + 64);
+    char* out = out_.cursor();
+    out[0] = ',';
+    out[1] = '\n';
+    return out + 2;
+  }
+
+  void end_fast_event(char* end) {
+    out_.advance_to(end);
+    if (out_.full()) write_out();
   }
 
   const name_entry& entry_for(const name_info* name) {
@@ -328,17 +435,55 @@ class chrome_backend final : public runtime::backend {
       entry.name_cat.append(",\"cat\":");
       append_json_string(entry.name_cat, name->domain);
     }
-    entry.location.clear();
-    if (!name->file.empty()) {
-      entry.location.append("\"file\":");
-      append_json_string(entry.location, name->file);
-      fmt::format_to(std::back_inserter(entry.location), ",\"line\":{}", name->line);
-      if (!name->function.empty()) {
-        entry.location.append(",\"function\":");
-        append_json_string(entry.location, name->function);
-      }
-    }
+    entry.complete_prefix.assign(R"({"ph":"X",)").append(entry.name_cat).push_back(',');
+    entry.instant_prefix.assign(R"({"ph":"i","s":"t",)").append(entry.name_cat).push_back(',');
+    entry.counter_prefix.assign(R"({"ph":"C",)").append(entry.name_cat);
+    fmt::format_to(std::back_inserter(entry.counter_prefix), ",\"pid\":{},\"ts\":", session_.pid);
+    remember_location(*name);
     return entry;
+  }
+
+  // Adds the name's source location to the metadata's "source-locations"
+  // (name → list of distinct locations; usually one).
+  void remember_location(const name_info& name) {
+    if (name.file.empty()) return;
+    std::string location = "{\"file\":";
+    append_json_string(location, name.file);
+    fmt::format_to(std::back_inserter(location), ",\"line\":{}", name.line);
+    if (!name.function.empty()) {
+      location.append(",\"function\":");
+      append_json_string(location, name.function);
+    }
+    if (!name.domain.empty()) {
+      location.append(",\"cat\":");
+      append_json_string(location, name.domain);
+    }
+    location.push_back('}');
+    std::string key;
+    append_json_string(key, name.name);
+    std::vector<std::string>& known = locations_[key];
+    if (std::find(known.begin(), known.end(), location) != known.end()) return;
+    known.push_back(std::move(location));
+    locations_json_.clear();  // rebuilt by the next trailer
+  }
+
+  // ,"source-locations":{"name":[{"file":...,"line":N,"function":...}],...}
+  const std::string& locations_json() {
+    if (!locations_json_.empty() || locations_.empty()) return locations_json_;
+    locations_json_.append(",\"source-locations\":{");
+    bool first_name = true;
+    for (const auto& [key, known] : locations_) {
+      if (!first_name) locations_json_.push_back(',');
+      first_name = false;
+      locations_json_.append(key).append(":[");
+      for (std::size_t k = 0; k < known.size(); ++k) {
+        if (k != 0) locations_json_.push_back(',');
+        locations_json_.append(known[k]);
+      }
+      locations_json_.push_back(']');
+    }
+    locations_json_.push_back('}');
+    return locations_json_;
   }
 
   thread_state& thread_for(const thread_info& thread) {
@@ -346,12 +491,13 @@ class chrome_backend final : public runtime::backend {
     thread_state& state = it->second;
     if (inserted) {
       state.ids = fmt::format("\"pid\":{},\"tid\":{}", session_.pid, thread.tid);
+      state.ids_ts = state.ids + ",\"ts\":";
       // The main thread first, the others in Perfetto's default order.
       begin_event();
-      fmt::format_to(std::back_inserter(buffer_),
+      fmt::format_to(std::back_inserter(text_),
                      R"({{"ph":"M","name":"thread_sort_index",{},"args":{{"sort_index":{}}}}})",
                      state.ids, thread.is_main ? 0 : 1);
-      if (buffer_.size() >= buffer_capacity) write_out();
+      commit_text();
     }
     std::string name;
     if (!thread.name.empty())
@@ -363,46 +509,45 @@ class chrome_backend final : public runtime::backend {
     if (inserted || name != state.name) {
       state.name = std::move(name);
       begin_event();
-      buffer_.append(R"({"ph":"M","name":"thread_name",)");
-      buffer_.append(state.ids);
-      buffer_.append(",\"args\":{\"name\":");
-      append_json_string(buffer_, state.name);
-      buffer_.push_back('}');
+      text_.append(R"({"ph":"M","name":"thread_name",)");
+      text_.append(state.ids);
+      text_.append(",\"args\":{\"name\":");
+      append_json_string(text_, state.name);
+      text_.push_back('}');
       end_event();
     }
     return state;
   }
 
   // `note` goes into args.ferret; it marks slices whose end ferret supplied.
-  void append_complete(const thread_state& thread, const frame& open, std::int64_t end_ns,
+  // The writer's inner loop: two copies of preformatted pieces and two numbers.
+  void append_complete(thread_state& thread, const frame& open, std::int64_t end_ns,
                        const char* note) {
-    const name_entry& entry = entry_for(open.name);
-    begin_event();
-    buffer_.append(R"({"ph":"X",)");
-    buffer_.append(entry.name_cat);
-    buffer_.push_back(',');
-    buffer_.append(thread.ids);
-    buffer_.append(",\"ts\":");
-    append_us(buffer_, open.begin_ns);
-    buffer_.append(",\"dur\":");
+    const std::string& prefix = complete_prefix_for(thread, open.name);
+    char* out =
+        start_fast_event(prefix.size() + (note != nullptr ? std::strlen(note) + 16 : 0));
+    out = put(out, prefix);
+    out = timestamps_.write(out, open.begin_ns);
+    out = put(out, ",\"dur\":");
     // Per-thread records are in time order, so this only guards against a
     // clock that stepped back: a negative dur would be rejected.
-    append_us(buffer_, std::max<std::int64_t>(end_ns - open.begin_ns, 0));
-    if (!entry.location.empty() || note != nullptr) {
-      buffer_.append(",\"args\":{");
-      buffer_.append(entry.location);
-      if (note != nullptr) {
-        if (!entry.location.empty()) buffer_.push_back(',');
-        buffer_.append("\"ferret\":");
-        append_json_string(buffer_, note);
-      }
-      buffer_.push_back('}');
+    out = microsecond_writer::write_duration(out, std::max<std::int64_t>(end_ns - open.begin_ns, 0));
+    if (note != nullptr) {  // ferret's own notes need no escaping
+      out = put(out, ",\"args\":{\"ferret\":\"");
+      out = put(out, note);
+      out = put(out, "\"}");
     }
-    end_event();
+    *out++ = '}';
+    end_fast_event(out);
   }
 
   void end_region(thread_state& thread, const record& end) {
     std::vector<frame>& stack = thread.stack;
+    if (!stack.empty() && stack.back().name == end.name) {  // the usual case
+      append_complete(thread, stack.back(), end.time_ns, nullptr);
+      stack.pop_back();
+      return;
+    }
     std::size_t match = stack.size();  // one past the matching frame
     while (match > 0 && !same_region(stack[match - 1].name, end.name)) --match;
     if (match == 0) {
@@ -419,6 +564,18 @@ class chrome_backend final : public runtime::backend {
     stack.resize(match - 1);
   }
 
+  const std::string& complete_prefix_for(thread_state& thread, const name_info* name) {
+    std::vector<complete_prefix>& prefixes = thread.complete_prefixes;
+    if (name->id < prefixes.size() && prefixes[name->id].source == name)
+      return prefixes[name->id].text;
+    const name_entry& entry = entry_for(name);
+    if (name->id >= prefixes.size()) prefixes.resize(std::size_t{name->id} + 1);
+    complete_prefix& prefix = prefixes[name->id];
+    prefix.source = name;
+    prefix.text.assign(entry.complete_prefix).append(thread.ids_ts);
+    return prefix.text;
+  }
+
   // A message's two ends as thread instants (category "mpi-message"): the
   // send where it was posted, the receive where it completed. ferret-merge
   // joins them into flows across the ranks' traces.
@@ -430,11 +587,11 @@ class chrome_backend final : public runtime::backend {
     if ((!sent && !received) || event.peer_process == runtime::no_rank) return;
     end_ns_ = std::max(end_ns_, event.time_ns);
     begin_event();
-    fmt::format_to(std::back_inserter(buffer_),
+    fmt::format_to(std::back_inserter(text_),
                    R"({{"ph":"i","s":"t","name":"{}","cat":"mpi-message","pid":{},"tid":{},"ts":)",
                    sent ? "MPI send" : "MPI receive", session_.pid, event.tid);
-    append_us(buffer_, event.time_ns);
-    fmt::format_to(std::back_inserter(buffer_),
+    append_us(text_, event.time_ns);
+    fmt::format_to(std::back_inserter(text_),
                    R"(,"args":{{"{}":{},"communicator":{},"tag":{},"bytes":{}}})",
                    sent ? "to" : "from", event.peer_process, event.communicator, event.tag,
                    event.bytes);
@@ -443,19 +600,12 @@ class chrome_backend final : public runtime::backend {
 
   void append_mark(const thread_state& thread, const record& mark) {
     const name_entry& entry = entry_for(mark.name);
-    begin_event();
-    buffer_.append(R"({"ph":"i","s":"t",)");
-    buffer_.append(entry.name_cat);
-    buffer_.push_back(',');
-    buffer_.append(thread.ids);
-    buffer_.append(",\"ts\":");
-    append_us(buffer_, mark.time_ns);
-    if (!entry.location.empty()) {
-      buffer_.append(",\"args\":{");
-      buffer_.append(entry.location);
-      buffer_.push_back('}');
-    }
-    end_event();
+    char* out = start_fast_event(entry.instant_prefix.size() + thread.ids_ts.size());
+    out = put(out, entry.instant_prefix);
+    out = put(out, thread.ids_ts);
+    out = timestamps_.write(out, mark.time_ns);
+    *out++ = '}';
+    end_fast_event(out);
   }
 
   void append_counter(const record& sample) {
@@ -464,40 +614,40 @@ class chrome_backend final : public runtime::backend {
       return;
     }
     const name_entry& entry = entry_for(sample.name);
-    begin_event();
-    buffer_.append(R"({"ph":"C",)");
-    buffer_.append(entry.name_cat);
-    fmt::format_to(std::back_inserter(buffer_), ",\"pid\":{},\"ts\":", session_.pid);
-    append_us(buffer_, sample.time_ns);
-    fmt::format_to(std::back_inserter(buffer_), ",\"args\":{{\"value\":{}}}", sample.value);
-    end_event();
+    char* out = start_fast_event(entry.counter_prefix.size());
+    out = put(out, entry.counter_prefix);
+    out = timestamps_.write(out, sample.time_ns);
+    out = put(out, ",\"args\":{\"value\":");
+    out = fmt::format_to(out, "{}", sample.value);  // shortest round-trip form
+    out = put(out, "}}");
+    end_fast_event(out);
   }
 
   void append_object_begin(const runtime::data_object_info& object, const live_object& live,
                            std::int64_t time_ns) {
     begin_event();
-    fmt::format_to(std::back_inserter(buffer_),
+    fmt::format_to(std::back_inserter(text_),
                    R"({{"ph":"b","cat":"data_object","id":"0x{:x}","name":)", object.id);
-    buffer_.append(live.name);
-    fmt::format_to(std::back_inserter(buffer_), ",\"pid\":{},\"tid\":{},\"ts\":", session_.pid,
+    text_.append(live.name);
+    fmt::format_to(std::back_inserter(text_), ",\"pid\":{},\"tid\":{},\"ts\":", session_.pid,
                    live.tid);
-    append_us(buffer_, time_ns);
-    fmt::format_to(std::back_inserter(buffer_),
+    append_us(text_, time_ns);
+    fmt::format_to(std::back_inserter(text_),
                    R"(,"args":{{"address":"0x{:x}","bytes":{},"memory":)", object.address,
                    object.bytes);
-    append_json_string(buffer_, runtime::to_string(object.memory));
-    fmt::format_to(std::back_inserter(buffer_), ",\"device\":{}}}", object.device);
+    append_json_string(text_, runtime::to_string(object.memory));
+    fmt::format_to(std::back_inserter(text_), ",\"device\":{}}}", object.device);
     end_event();
   }
 
   void append_object_end(std::uint64_t id, const live_object& live, std::int64_t time_ns) {
     begin_event();
-    fmt::format_to(std::back_inserter(buffer_),
+    fmt::format_to(std::back_inserter(text_),
                    R"({{"ph":"e","cat":"data_object","id":"0x{:x}","name":)", id);
-    buffer_.append(live.name);
-    fmt::format_to(std::back_inserter(buffer_), ",\"pid\":{},\"tid\":{},\"ts\":", session_.pid,
+    text_.append(live.name);
+    fmt::format_to(std::back_inserter(text_), ",\"pid\":{},\"tid\":{},\"ts\":", session_.pid,
                    live.tid);
-    append_us(buffer_, time_ns);
+    append_us(text_, time_ns);
     end_event();
   }
 
@@ -519,37 +669,37 @@ class chrome_backend final : public runtime::backend {
       gpu.named = true;
       append_gpu_process_name(gpu);
       begin_event();
-      fmt::format_to(std::back_inserter(buffer_),
+      fmt::format_to(std::back_inserter(text_),
                      R"({{"ph":"M","name":"process_sort_index","pid":{},)"
                      R"("args":{{"sort_index":{}}}}})",
                      gpu.pid, 1000U + std::uint64_t{device});
-      if (buffer_.size() >= buffer_capacity) write_out();
+      commit_text();
     }
     return gpu;
   }
 
   void append_gpu_process_name(const gpu_state& gpu) {
     begin_event();
-    fmt::format_to(std::back_inserter(buffer_),
+    fmt::format_to(std::back_inserter(text_),
                    R"({{"ph":"M","name":"process_name","pid":{},"args":{{"name":)", gpu.pid);
-    append_json_string(buffer_, gpu.process_name);
-    buffer_.push_back('}');
+    append_json_string(text_, gpu.process_name);
+    text_.push_back('}');
     end_event();
   }
 
   void name_stream(gpu_state& gpu, std::uint32_t stream) {
     if (!gpu.named_streams.insert(stream).second) return;
     begin_event();
-    fmt::format_to(std::back_inserter(buffer_),
+    fmt::format_to(std::back_inserter(text_),
                    R"({{"ph":"M","name":"thread_name","pid":{},"tid":{},)"
                    R"("args":{{"name":"stream {}"}}}})",
                    gpu.pid, stream_tid(stream), stream);
     begin_event();
-    fmt::format_to(std::back_inserter(buffer_),
+    fmt::format_to(std::back_inserter(text_),
                    R"({{"ph":"M","name":"thread_sort_index","pid":{},"tid":{},)"
                    R"("args":{{"sort_index":{}}}}})",
                    gpu.pid, stream_tid(stream), stream);
-    if (buffer_.size() >= buffer_capacity) write_out();
+    commit_text();
   }
 
   // ,"context":"...","launch":"..." for operations launched in `node`, built
@@ -600,13 +750,13 @@ class chrome_backend final : public runtime::backend {
         break;
       case gpu_operation::memset:
         begin_device_slice(activity, gpu, "memset", "\"Memset\"");
-        fmt::format_to(std::back_inserter(buffer_), ",\"bytes\":{}", activity.bytes);
+        fmt::format_to(std::back_inserter(text_), ",\"bytes\":{}", activity.bytes);
         if (activity.destination_object != nullptr) {
-          buffer_.append(",\"object\":");
-          append_json_string(buffer_, activity.destination_object->name);
+          text_.append(",\"object\":");
+          append_json_string(text_, activity.destination_object->name);
         }
-        buffer_.append(",\"memory\":");
-        append_json_string(buffer_, runtime::to_string(activity.memory));
+        text_.append(",\"memory\":");
+        append_json_string(text_, runtime::to_string(activity.memory));
         end_device_slice(activity, gpu);
         break;
       case gpu_operation::allocation:
@@ -621,28 +771,28 @@ class chrome_backend final : public runtime::backend {
                           std::string_view quoted_name) {
     name_stream(gpu, activity.stream);
     begin_event();
-    fmt::format_to(std::back_inserter(buffer_), R"({{"ph":"X","cat":"{}","name":)", category);
-    buffer_.append(quoted_name);
-    fmt::format_to(std::back_inserter(buffer_), R"(,"pid":{},"tid":{},"ts":)", gpu.pid,
+    fmt::format_to(std::back_inserter(text_), R"({{"ph":"X","cat":"{}","name":)", category);
+    text_.append(quoted_name);
+    fmt::format_to(std::back_inserter(text_), R"(,"pid":{},"tid":{},"ts":)", gpu.pid,
                    stream_tid(activity.stream));
-    append_us(buffer_, activity.start_ns);
-    buffer_.append(",\"dur\":");
-    append_us(buffer_, std::max<std::int64_t>(activity.end_ns - activity.start_ns, 0));
-    fmt::format_to(std::back_inserter(buffer_), R"(,"args":{{"correlation":{})",
+    append_us(text_, activity.start_ns);
+    text_.append(",\"dur\":");
+    append_us(text_, std::max<std::int64_t>(activity.end_ns - activity.start_ns, 0));
+    fmt::format_to(std::back_inserter(text_), R"(,"args":{{"correlation":{})",
                    activity.launch.correlation);
-    buffer_.append(context_args(activity.launch.context));
-    fmt::format_to(std::back_inserter(buffer_), R"(,"device":{},"stream":{})", activity.device,
+    text_.append(context_args(activity.launch.context));
+    fmt::format_to(std::back_inserter(text_), R"(,"device":{},"stream":{})", activity.device,
                    activity.stream);
   }
 
   void end_device_slice(const gpu_activity& activity, const gpu_state& gpu) {
-    buffer_.push_back('}');  // args
+    text_.push_back('}');  // args
     end_event();
     if (activity.launch.tid != 0) append_launch_flow(activity, gpu);
   }
 
   void append_kernel_args(const runtime::kernel_attributes& kernel) {
-    fmt::format_to(std::back_inserter(buffer_),
+    fmt::format_to(std::back_inserter(text_),
                    R"(,"grid":[{},{},{}],"block":[{},{},{}],"registers per thread":{})"
                    R"(,"static shared memory":{},"dynamic shared memory":{})"
                    R"(,"local memory per thread":{})",
@@ -650,35 +800,37 @@ class chrome_backend final : public runtime::backend {
                    kernel.block[1], kernel.block[2], kernel.registers_per_thread,
                    kernel.static_shared_memory, kernel.dynamic_shared_memory,
                    kernel.local_memory_per_thread);
+    if (kernel.simd_width != 0)  // Level Zero kernels
+      fmt::format_to(std::back_inserter(text_), R"(,"SIMD width":{})", kernel.simd_width);
     // Negative: the device's limits are unknown.
     if (kernel.occupancy >= 0 && std::isfinite(kernel.occupancy))
-      fmt::format_to(std::back_inserter(buffer_), R"(,"theoretical occupancy":{})",
+      fmt::format_to(std::back_inserter(text_), R"(,"theoretical occupancy":{})",
                      kernel.occupancy);
   }
 
   void append_copy_args(const gpu_activity& copy) {
     const auto append_device = [this](std::int32_t device) {
       if (device < 0)
-        buffer_.append("\"host\"");
+        text_.append("\"host\"");
       else
-        fmt::format_to(std::back_inserter(buffer_), "{}", device);
+        fmt::format_to(std::back_inserter(text_), "{}", device);
     };
-    fmt::format_to(std::back_inserter(buffer_), R"(,"bytes":{},"kind":"{}","source device":)",
+    fmt::format_to(std::back_inserter(text_), R"(,"bytes":{},"kind":"{}","source device":)",
                    copy.bytes, runtime::to_string(copy.copy));
     append_device(copy.source_device);
-    buffer_.append(",\"destination device\":");
+    text_.append(",\"destination device\":");
     append_device(copy.destination_device);
     if (copy.source_object != nullptr) {
-      buffer_.append(",\"source object\":");
-      append_json_string(buffer_, copy.source_object->name);
+      text_.append(",\"source object\":");
+      append_json_string(text_, copy.source_object->name);
     }
     if (copy.destination_object != nullptr) {
-      buffer_.append(",\"destination object\":");
-      append_json_string(buffer_, copy.destination_object->name);
+      text_.append(",\"destination object\":");
+      append_json_string(text_, copy.destination_object->name);
     }
     // Bytes per nanosecond are GB/s; a copy without duration has no rate.
     if (copy.end_ns > copy.start_ns)
-      fmt::format_to(std::back_inserter(buffer_), R"(,"GB/s":{})",
+      fmt::format_to(std::back_inserter(text_), R"(,"GB/s":{})",
                      static_cast<double>(copy.bytes) /
                          static_cast<double>(copy.end_ns - copy.start_ns));
   }
@@ -689,17 +841,17 @@ class chrome_backend final : public runtime::backend {
   void append_launch_flow(const gpu_activity& activity, const gpu_state& gpu) {
     const std::uint64_t id = ++flows_;
     begin_event();
-    fmt::format_to(std::back_inserter(buffer_),
+    fmt::format_to(std::back_inserter(text_),
                    R"({{"ph":"s","cat":"launch","name":"launch","id":{},"pid":{},"tid":{},"ts":)",
                    id, session_.pid, activity.launch.tid);
-    append_us(buffer_, activity.launch.time_ns);
+    append_us(text_, activity.launch.time_ns);
     end_event();
     begin_event();
     fmt::format_to(
-        std::back_inserter(buffer_),
+        std::back_inserter(text_),
         R"({{"ph":"f","bp":"e","cat":"launch","name":"launch","id":{},"pid":{},"tid":{},"ts":)",
         id, gpu.pid, stream_tid(activity.stream));
-    append_us(buffer_, activity.start_ns);
+    append_us(text_, activity.start_ns);
     end_event();
   }
 
@@ -709,12 +861,12 @@ class chrome_backend final : public runtime::backend {
     std::int64_t& total = gpu.allocated[change.memory];
     total += change.operation == gpu_operation::allocation ? bytes : -bytes;
     begin_event();
-    fmt::format_to(std::back_inserter(buffer_),
+    fmt::format_to(std::back_inserter(text_),
                    R"({{"ph":"C","name":"allocated memory","pid":{},"ts":)", gpu.pid);
-    append_us(buffer_, change.start_ns);
-    buffer_.append(",\"args\":{");
-    append_key(buffer_, runtime::to_string(change.memory));
-    fmt::format_to(std::back_inserter(buffer_), "{}}}", total);
+    append_us(text_, change.start_ns);
+    text_.append(",\"args\":{");
+    append_key(text_, runtime::to_string(change.memory));
+    fmt::format_to(std::back_inserter(text_), "{}}}", total);
     end_event();
   }
 
@@ -722,20 +874,20 @@ class chrome_backend final : public runtime::backend {
     const std::uint64_t id = ++synchronizations_;
     const char* name = synchronization_name(sync.detail);
     begin_event();
-    fmt::format_to(std::back_inserter(buffer_),
+    fmt::format_to(std::back_inserter(text_),
                    R"({{"ph":"b","cat":"sync","name":"{}","id":{},"pid":{},"ts":)", name, id,
                    gpu.pid);
-    append_us(buffer_, sync.start_ns);
-    fmt::format_to(std::back_inserter(buffer_), R"(,"args":{{"correlation":{})",
+    append_us(text_, sync.start_ns);
+    fmt::format_to(std::back_inserter(text_), R"(,"args":{{"correlation":{})",
                    sync.launch.correlation);
-    buffer_.append(context_args(sync.launch.context));
-    buffer_.push_back('}');
+    text_.append(context_args(sync.launch.context));
+    text_.push_back('}');
     end_event();
     begin_event();
-    fmt::format_to(std::back_inserter(buffer_),
+    fmt::format_to(std::back_inserter(text_),
                    R"({{"ph":"e","cat":"sync","name":"{}","id":{},"pid":{},"ts":)", name, id,
                    gpu.pid);
-    append_us(buffer_, std::max(sync.end_ns, sync.start_ns));
+    append_us(text_, std::max(sync.end_ns, sync.start_ns));
     end_event();
   }
 
@@ -780,16 +932,24 @@ class chrome_backend final : public runtime::backend {
     return true;
   }
 
-  // Writes the buffered events where the trailer starts (over the old one).
+  // Writes the batch where the trailer starts (over the old one). After a
+  // failed write, batches are only counted.
   void write_pending() {
-    if (!failed_ && fd_ >= 0 && !buffer_.empty() &&
-        write_at(buffer_.data(), buffer_.size(), events_end_))
-      events_end_ += static_cast<off_t>(buffer_.size());
-    buffer_.clear();  // after a failure, drop events rather than grow without bound
+    const std::uint64_t in_batch = events_ - events_before_batch_;
+    events_before_batch_ = events_;
+    if (in_batch == 0 && out_.size() == 0) return;
+    if (failed_ || fd_ < 0 || !write_at(out_.data(), out_.size(), events_end_)) {
+      events_not_written_ += in_batch;
+    } else {
+      previous_events_end_ = events_end_;
+      events_in_previous_batch_ = in_batch;
+      events_end_ += static_cast<off_t>(out_.size());
+    }
+    out_.clear();  // after a failure, drop events rather than grow without bound
   }
 
-  // Writes the buffered events and a trailer after them. Called at every
-  // flush and whenever the buffer fills, so the file on disk is a complete
+  // Writes the batch and a trailer after it. Called at every flush and
+  // whenever the batch is full, so that the file on disk is a complete
   // document after every write, not only after a flush.
   void write_out() {
     write_pending();
@@ -822,9 +982,42 @@ class chrome_backend final : public runtime::backend {
   }
 
   // Closes the document after the last event: the array, then the metadata.
+  // When a write fails (a full disk), the document is still closed after the
+  // events written so far: a trailer that does not fit makes room by dropping
+  // the last batch (counted), and as a last resort the bare closing "]}".
   void write_trailer() {
-    if (failed_ || fd_ < 0) return;
-    std::string& out = buffer_;  // empty: write_pending() ran just before
+    if (fd_ < 0 || cannot_close_) return;
+    for (;;) {
+      format_trailer();
+      if (replace_trailer(text_)) break;
+      if (events_end_ != previous_events_end_) {
+        events_not_written_ += events_in_previous_batch_;
+        events_in_previous_batch_ = 0;
+        events_end_ = previous_events_end_;
+        continue;  // once more, with the new count
+      }
+      text_.assign("\n]}\n");
+      if (!replace_trailer(text_)) cannot_close_ = true;
+      break;
+    }
+    text_.clear();
+  }
+
+  // Writes `trailer` after the last event and cuts off what a longer earlier
+  // trailer, or a partly written batch, left behind.
+  bool replace_trailer(std::string_view trailer) {
+    if (guard_.running()) guard_.publish(events_end_, trailer);
+    if (!write_at(trailer.data(), trailer.size(), events_end_)) return false;
+    if (::ftruncate(fd_, events_end_ + static_cast<off_t>(trailer.size())) != 0) {
+      fail(errno, "truncate");
+      return false;
+    }
+    return true;
+  }
+
+  void format_trailer() {
+    std::string& out = text_;
+    out.clear();
     out.append("\n],\"metadata\":{");
     append_key(out, "ferret-version");
     append_json_string(out, session_.ferret_version);
@@ -844,16 +1037,21 @@ class chrome_backend final : public runtime::backend {
     fmt::format_to(std::back_inserter(out),
                    ",\"unbalanced-region-ends\":{},\"unmatched-region-ends\":{}"
                    ",\"unfinished-regions\":{},\"nonfinite-counter-samples\":{}"
-                   ",\"gpu-operations-written\":{},\"gpu-operations-written-without-launch\":{},\"run\":{{",
+                   ",\"gpu-operations-written\":{},\"gpu-operations-written-without-launch\":{}",
                    unbalanced_region_ends_, unmatched_region_ends_, unfinished_regions_,
                    nonfinite_counter_samples_, gpu_operations_, gpu_operations_without_launch_);
+    if (regions_too_deep_ != 0)
+      fmt::format_to(std::back_inserter(out), ",\"regions-deeper-than-perfetto-shows\":{}",
+                     regions_too_deep_);
+    if (failed_) {
+      fmt::format_to(std::back_inserter(out), ",\"events-not-written\":{},\"write-error\":",
+                     events_not_written_);
+      append_json_string(out, error_);
+    }
+    out.append(locations_json());
+    out.append(",\"run\":{");
     out.append(run_metadata_);
     out.append("}}}\n");
-    // Write, then cut off whatever a longer earlier trailer left behind.
-    if (write_at(out.data(), out.size(), events_end_) &&
-        ::ftruncate(fd_, events_end_ + static_cast<off_t>(out.size())) != 0)
-      fail(errno, "truncate");
-    out.clear();
   }
 
   session_info session_;
@@ -867,13 +1065,23 @@ class chrome_backend final : public runtime::backend {
   std::string status_metadata_;  // runtime metadata and event counts, from the last flush
   std::string run_metadata_;     // user metadata (the "run" object's members)
 
-  std::string buffer_;     // events not yet written
-  off_t events_end_ = 0;   // file offset after the last written event = trailer start
-  std::uint64_t events_ = 0;  // events written or buffered
+  byte_buffer out_;         // the batch: events not yet written
+  microsecond_writer timestamps_;  // ts of regions, marks and counters
+  std::string text_;        // a rare event being formatted, or the trailer
+  off_t events_end_ = 0;    // file offset after the last written event = trailer start
+  off_t previous_events_end_ = 0;              // the same before the last batch
+  std::uint64_t events_in_previous_batch_ = 0;
+  std::uint64_t events_ = 0;                   // events written, buffered or lost
+  std::uint64_t events_before_batch_ = 0;      // events_ when the batch began
+  std::uint64_t events_not_written_ = 0;       // lost to failed writes
+  bool cannot_close_ = false;  // not even "]}" could be written
+  exit_guard guard_;            // closes the file if the process dies during a write
   std::int64_t end_ns_ = 0;   // latest time seen: the session's end
 
   std::unordered_map<std::uint64_t, thread_state> threads_;
   std::vector<name_entry> names_;                // by name_info::id
+  std::map<std::string, std::vector<std::string>> locations_;  // escaped name → its locations
+  std::string locations_json_;  // the metadata's "source-locations" member, or empty
   std::map<std::uint64_t, live_object> live_;    // data objects by id
 
   std::map<std::uint32_t, gpu_state> gpus_;  // by device id
@@ -888,6 +1096,7 @@ class chrome_backend final : public runtime::backend {
   std::uint64_t unmatched_region_ends_ = 0;
   std::uint64_t unfinished_regions_ = 0;
   std::uint64_t nonfinite_counter_samples_ = 0;
+  std::uint64_t regions_too_deep_ = 0;  // begun deeper than perfetto_max_depth
   std::uint64_t gpu_operations_ = 0;
   std::uint64_t gpu_operations_without_launch_ = 0;
 };
@@ -916,6 +1125,8 @@ std::unique_ptr<runtime::backend> make_backend(const runtime::backend_context& c
   auto backend = std::make_unique<chrome_backend>(*context.session, path, fd);
   if (const int error_number = backend->start(); error_number != 0) {
     cannot_write(error_number);
+    backend.reset();
+    ::unlink(path.c_str());  // untraced leaves nothing behind
     return nullptr;
   }
   return backend;

@@ -59,11 +59,11 @@ std::string_view copy_direction(copy_kind kind) {
 }
 
 // The group of a region: TAU_USER for annotations, TAU_GPU_API for the CUDA
-// calls the collector records (TAU's group for them), TAU_USER|<domain> for a
+// and Level Zero calls the collectors record (TAU's group for them), TAU_USER|<domain> for a
 // library's domain.
 std::string group_of(const name_info& name) {
   if (name.domain.empty()) return "TAU_USER";
-  if (name.domain == "cuda") return "TAU_GPU_API";
+  if (name.domain == "cuda" || name.domain == "level_zero") return "TAU_GPU_API";
   return domain_group(name.domain);
 }
 

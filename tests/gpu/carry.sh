@@ -7,6 +7,8 @@
 # run.sh uses a carried library only when the GPU machine has none of that name,
 # so the machine's own (newer) libraries keep serving its programs (PyTorch).
 # glibc, libstdc++ and the CUDA toolkit's libraries are never carried.
+# The NCCL cases (nccl_one_gpu.sh, nccl_two_gpus.sh) need lib/libferret_nccl.so,
+# bin/gpu-test-nccl-collectives and ferret-run: build ferret_nccl with the GPU tests.
 set -euo pipefail
 build=$(cd "$1" && pwd)
 rm -rf "$2"
@@ -15,7 +17,7 @@ dest=$(cd "$2" && pwd)
 mkdir -p "$dest/bin" "$dest/lib/carried"
 cp -a "$build/lib/." "$dest/lib/"
 for program in gpu_trace_test gpu_cuda_api_test 'gpu-test-*' cuda-streams ferret-run ferret-otf2-check \
-               ferret-tau-check ferret-cuda-overhead ferret-torch-small-ops.py; do
+               ferret-trace-check ferret-tau-check ferret-cuda-overhead ferret-torch-small-ops.py; do
   for file in "$build"/bin/$program; do
     if [[ -e $file ]]; then cp -a "$file" "$dest/bin/"; fi
   done

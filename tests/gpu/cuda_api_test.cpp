@@ -260,7 +260,11 @@ TEST_CASE("api policy: FERRET_CUDA_API=all records the same GPU work, and each c
               static_cast<long long>(total(counted)), static_cast<long long>(total(all_regions)));
 }
 
-TEST_CASE("pytorch: the kernels torch.profiler counts; FERRET_CUDA_API=all: the same work, 10x the API events") {
+// A small-op loop launches one kernel per op, and the launch is a region by
+// default: the default trace holds one API event per kernel and a few more, so
+// the reduction is bounded by the calls PyTorch makes per launch (8x on the
+// H100/H200 with PyTorch 2.x: six cudaGetDevice and one cudaGetLastError).
+TEST_CASE("pytorch: the kernels torch.profiler counts; FERRET_CUDA_API=all: the same work, every non-work call counted only by default") {
   const std::vector<std::string> script{"python3", (setup.programs / "ferret-torch-small-ops.py").string(),
                                         "--ops", "4000", "--warmup", "50"};
   const program_run work_run = traced_run("pytorch-small-ops", script, "");
@@ -288,7 +292,10 @@ TEST_CASE("pytorch: the kernels torch.profiler counts; FERRET_CUDA_API=all: the 
   const auto all_regions = api_regions(all_trace);
   const double ratio = static_cast<double>(total(all_regions)) /
                        static_cast<double>(std::max<std::int64_t>(total(default_regions), 1));
-  CHECK(ratio >= 10.0);
+  const auto kernels = static_cast<std::int64_t>(by_default.kernels);
+  CHECK_MESSAGE(total(default_regions) <= kernels + kernels / 100 + 16,
+                "API regions by default beyond one per launch: " << total(default_regions) - kernels);
+  CHECK(ratio >= 5.0);
   for (const auto& [call, count] : unrecorded_calls(work_trace)) {
     CAPTURE(call);
     CHECK(all_regions.count(call) == 1);

@@ -1238,7 +1238,12 @@ TEST_CASE("pytorch: bf16 matrix products through ferret-run") {
   const summary_report summary = check_summary_basics(
       run, "python[0-9.]*", trace, {"GPU time by calling context", "Kernels", "Copies", "Memory"});
   CAPTURE(run.err);
-  row_named(summary.rows("GPU time by calling context"), "(no region)");
+  // The products' kernels under the Python line that made them (tests/gpu/torch_matmul.py:14).
+  const std::string products_line = "gpu-test-torch-matmul.py:14 <module>";
+  const std::string row = row_named(summary.rows("GPU time by calling context"), products_line);
+  const auto columns = columns_before(row, products_line);
+  REQUIRE(columns.size() >= 2);
+  CHECK(std::stoul(columns[1]) >= products);
   CHECK(!copies_row(summary, "DtoH").empty());
 }
 

@@ -7,7 +7,8 @@
 # directly (CTest files hold the absolute paths of the machine that configured
 # them), then benchmarks/cuda/run.sh when present (with the benchmark options given, by
 # default --quick: the whole pass must fit in one 10-minute command on the GPU
-# machine), and prints a summary: date, GPU, test results, benchmark table.
+# machine), the peer copy case on two GPUs (tests/gpu/peer_copies.sh), and prints a
+# summary: date, GPU, test results, benchmark table.
 # With $OUT set, the summary, the logs and the traces (one archive) are saved
 # there, the benchmark's own files in $OUT/benchmark. FERRET_GPU_TEST_CASES=<filter>
 # runs only the test cases it names (doctest's -tc), without the benchmarks.
@@ -30,7 +31,7 @@ if [[ ! -x $build/bin/gpu_trace_test ]]; then
   [[ -f $root/benchmarks/cuda/CMakeLists.txt ]] && benchmarks=ON
   if ! { cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DFERRET_CUDA=ON \
            -DFERRET_BUILD_TESTS=ON -DFERRET_BUILD_BENCHMARKS=$benchmarks &&
-         cmake --build "$build" --target gpu_trace_test gpu_cuda_api_test cuda-streams ferret_report; } > "$work/build.log" 2>&1; then
+         cmake --build "$build" --target gpu_trace_test gpu_cuda_api_test cuda-streams ferret_report ferret_nccl; } > "$work/build.log" 2>&1; then
     tail -n 30 "$work/build.log"
     note "the build failed (log above)"
     [[ -n ${OUT:-} ]] && cp "$work/build.log" "$OUT/build.log"
@@ -134,6 +135,29 @@ if [[ -z ${FERRET_GPU_TEST_CASES:-} ]]; then
   bash "$root/benchmarks/python/run.sh" "$build" 2>&1 | tee "$work/python_benchmark.log"
 fi
 
+# Peer copies and the device×device matrix on two GPUs (tests/gpu/peer_copies.sh);
+# skipped with fewer than two GPUs.
+peer_status=none
+if [[ -z ${FERRET_GPU_TEST_CASES:-} ]]; then
+  if [[ -x $build/bin/gpu-test-peer-copies ]]; then
+    bash "$root/tests/gpu/peer_copies.sh" "$build" "$work/traces/peer-copies" 2>&1 |
+      tee "$work/peer_copies.log"
+    peer_status=${PIPESTATUS[0]}
+  else
+    note "no $build/bin/gpu-test-peer-copies: the peer copy case is left out"
+  fi
+fi
+
+# NCCL's profiler plugin: one rank on one GPU, then two ranks (skipped, 77,
+# with fewer than two GPUs): tests/gpu/nccl_one_gpu.sh, nccl_two_gpus.sh.
+nccl_one_status=none nccl_two_status=none
+if [[ -z ${FERRET_GPU_TEST_CASES:-} && -x $build/bin/gpu-test-nccl-collectives ]]; then
+  bash "$root/tests/gpu/nccl_one_gpu.sh" "$build" "$work/traces/nccl" 2>&1 | tee "$work/nccl.log"
+  nccl_one_status=${PIPESTATUS[0]}
+  bash "$root/tests/gpu/nccl_two_gpus.sh" "$build" "$work/traces/nccl" 2>&1 | tee -a "$work/nccl.log"
+  nccl_two_status=${PIPESTATUS[0]}
+fi
+
 case $test_status in
   0) tests=passed ;;
   77) tests=skipped ;;
@@ -157,11 +181,19 @@ esac
     echo "benchmarks/cuda/run.sh: status $benchmark_status"
     grep -E '^(\||###|Target:|ferret.s added)' "$work/benchmark.log"
   fi
+  if [[ $peer_status != none ]]; then
+    echo "tests/gpu/peer_copies.sh: status $peer_status"
+    grep -E '^peer copies: (FAILED|passed|skipped|the runtime on the link)' "$work/peer_copies.log"
+  fi
   if [[ $context_status != none ]]; then
     echo "tests/gpu/torch_context.sh: status $context_status"
     grep -E '^(torch context|python context)' "$work/torch_context.log" "$work/python_benchmark.log" |
       sed 's/^[^:]*://'
     grep -E '^\|' "$work/python_benchmark.log"
+  fi
+  if [[ $nccl_one_status != none ]]; then
+    echo "tests/gpu/nccl_one_gpu.sh: status $nccl_one_status; nccl_two_gpus.sh: status $nccl_two_status"
+    grep -E '^(NCCL:|NCCL says:|plugin interface:|nccl regions:|one-rank collectives|nccl (one|devices|rank|ddp):|nccl two GPUs|FAILED:)' "$work/nccl.log"
   fi
 } > "$work/summary.md"
 echo
@@ -173,8 +205,9 @@ if [[ -n ${OUT:-} ]]; then
   [[ -f $work/build.log ]] && cp "$work/build.log" "$OUT/"
   [[ -f $work/benchmark.log ]] && cp "$work/benchmark.log" "$OUT/"
   [[ -f $work/report.log ]] && cp "$work/report.log" "$OUT/"
+  [[ -f $work/nccl.log ]] && cp "$work/nccl.log" "$OUT/"
   [[ -d $work/report ]] && cp -r "$work/report" "$OUT/report"
-  for file in "$work/torch_context.log" "$work/python_benchmark.log" \
+  for file in "$work/torch_context.log" "$work/python_benchmark.log" "$work/peer_copies.log" \
               "$work/traces/torch-context/torch-context-summary.txt"; do
     [[ -f $file ]] && cp "$file" "$OUT/"
   done
@@ -183,4 +216,7 @@ fi
 [[ $test_status == 0 || $test_status == 77 ]] &&
   [[ $cuda_api_status == none || $cuda_api_status == 0 || $cuda_api_status == 77 ]] &&
   [[ $benchmark_status == none || $benchmark_status == 0 ]] &&
-  [[ $context_status == none || $context_status == 0 || $context_status == 77 ]]
+  [[ $context_status == none || $context_status == 0 || $context_status == 77 ]] &&
+  [[ $peer_status == none || $peer_status == 0 || $peer_status == 77 ]] &&
+  [[ $nccl_one_status == none || $nccl_one_status == 0 || $nccl_one_status == 77 ]] &&
+  [[ $nccl_two_status == none || $nccl_two_status == 0 || $nccl_two_status == 77 ]]

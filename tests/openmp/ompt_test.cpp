@@ -133,10 +133,15 @@ void check_host_trace(const traced_run& run, bool gnu_entry_points) {
   CHECK(nested_in(trace, "parallel", "host program"));
   CHECK(nested_in(trace, "task", "implicit task"));
   // Source locations of the constructs, from their return addresses.
-  for (const json& parallel : events(trace, "X", "parallel")) {
-    CHECK(parallel["args"].value("file", "").find("host_program.cpp") != std::string::npos);
-    CHECK(parallel["args"].value("line", 0) > 0);
-    CHECK(parallel["args"].value("function", "") == "main");
+  // The metadata holds them once per name.
+  CHECK_FALSE(events(trace, "X", "parallel").empty());
+  const json& parallel_locations = trace["metadata"]["source-locations"]["parallel"];
+  REQUIRE(parallel_locations.is_array());
+  REQUIRE_FALSE(parallel_locations.empty());
+  for (const json& location : parallel_locations) {
+    CHECK(location.value("file", "").find("host_program.cpp") != std::string::npos);
+    CHECK(location.value("line", 0) > 0);
+    CHECK(location.value("function", "") == "main");
   }
   // Worker threads are named.
   bool worker_named = false;

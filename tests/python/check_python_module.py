@@ -37,7 +37,7 @@ for name in ("outer", "named by decorator", "async region", "explicit", "in work
 check.expect(len(trace.regions("inner", "mylib")) == 1, "the region 'inner' of domain mylib")
 decorated = trace.regions("decorated")
 if check.expect(len(decorated) == 1, "@ferret.function names the region after the function"):
-    args = decorated[0].get("args", {})
+    args = trace.location("decorated")
     with open(program) as f:
         decorator_line = f.read().split("\n").index("@ferret.function") + 1
     check.expect(str(args.get("file", "")).endswith("module_program.py") and args.get("line") == decorator_line,

@@ -70,6 +70,16 @@ class ChromeTrace:
     def of_phase(self, phase, name=None):
         return [e for e in self.events if e.get("ph") == phase and (name is None or e.get("name") == name)]
 
+    def locations(self, name):
+        """The source locations of a name (file, line, function; cat for a domain),
+        which the metadata holds once per name rather than on every event."""
+        return self.metadata.get("source-locations", {}).get(name, [])
+
+    def location(self, name):
+        """The source location of a name with one, or {} when it has none."""
+        found = self.locations(name)
+        return found[0] if found else {}
+
     @staticmethod
     def contains(outer, inner):
         """True when `inner` lies within `outer` on the same thread."""

@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -53,6 +54,14 @@ int main(int argc, char** argv) {
     ::pause();
     return 1;
   }
+  if (mode == "sigterm-busy") {
+    // 300,000 records still buffered when the signal comes (with a large
+    // buffer and no periodic drain).
+    some_regions("main", 100000);
+    ::kill(getpid(), SIGTERM);
+    ::pause();
+    return 1;
+  }
   if (mode == "fork") {
     { FERRET_REGION("parent before fork"); }
     const pid_t child = fork();
@@ -64,6 +73,30 @@ int main(int argc, char** argv) {
     waitpid(child, &status, 0);
     { FERRET_REGION("parent after fork"); }
     return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+  }
+  if (mode == "fork-two-threads") {
+    // Children whose first events come from two threads at once: both start
+    // the child's session, or one waits for the other to.
+    for (int i = 0; i < 20; ++i) {
+      const pid_t child = fork();
+      if (child == 0) {
+        std::atomic<int> ready{0};
+        const auto work = [&ready](const char* name) {
+          ready.fetch_add(1);
+          while (ready.load() < 2) {
+          }
+          some_regions(name, 2000);
+        };
+        std::thread first{work, "first"}, second{work, "second"};
+        first.join();
+        second.join();
+        std::exit(0);
+      }
+      int status = 0;
+      waitpid(child, &status, 0);
+      if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return 1;
+    }
+    return 0;
   }
   if (mode == "fork-exec") {
     { FERRET_REGION("parent"); }

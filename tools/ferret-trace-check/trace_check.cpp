@@ -13,7 +13,9 @@
 //  - C events have numeric args; i/I scopes are t, p or g.
 //  - Across events: X events nest on each thread, B/E and b/e pair up, flows
 //    start before they step or end and have a slice to bind to, and nesting
-//    stays within 512 levels.
+//    stays within 512 levels — unless the metadata's
+//    "regions-deeper-than-perfetto-shows" counts exactly the X and B slices
+//    nested deeper (a writer that says what Perfetto will not show).
 // Where a rule goes beyond the field notes, the comment at the check says
 // what Perfetto does with such input.
 //
@@ -372,6 +374,7 @@ class checker {
     if (!parse(text)) return;  // cross-event checks on a truncated trace are noise
     check_complete_events();
     check_begin_end();
+    check_declared_depth();
     check_async();
     check_flows();
   }
@@ -919,13 +922,27 @@ class checker {
         continue;
       }
       if (stack.size() >= max_nesting_depth) {
-        error(fmt::format("{}: X {} is nested deeper than {} levels; Perfetto "
-                          "drops it", describe(x), str(x.name), max_nesting_depth));
+        too_deep_.push_back(fmt::format("{}: X {} is nested deeper than {} levels; Perfetto "
+                                        "drops it", describe(x), str(x.name), max_nesting_depth));
         continue;
       }
       stack.push_back(&x);
       spans_[x.thread()].spans.emplace_back(x.ts, x.end());
     }
+  }
+
+  // Slices deeper than Perfetto shows are errors, unless the metadata declares
+  // exactly how many there are (then the loss is said, not silent).
+  void check_declared_depth() {
+    const char* const key = "regions-deeper-than-perfetto-shows";
+    const bool declared = r_.metadata.is_object() && r_.metadata.contains(key);
+    if (declared) {
+      const nlohmann::json& count = r_.metadata.at(key);
+      if (count.is_number_unsigned() && count.get<std::uint64_t>() == too_deep_.size()) return;
+      error(fmt::format("metadata \"{}\" is {}, but {} slices are nested deeper than {} levels",
+                        key, count.dump(), too_deep_.size(), max_nesting_depth));
+    }
+    for (std::string& line : too_deep_) error(std::move(line));
   }
 
   // B/E of one thread pair up like a stack, in Perfetto's order: by ts, with
@@ -950,8 +967,9 @@ class checker {
       if (i != 0 && r.thread() != be_[i - 1].thread()) close_thread();
       if (r.ph == 'B') {
         if (open.size() >= max_nesting_depth) {
-          error(fmt::format("{}: B {} is nested deeper than {} levels; Perfetto "
-                            "drops it", describe(r), str(r.name), max_nesting_depth));
+          too_deep_.push_back(fmt::format("{}: B {} is nested deeper than {} levels; Perfetto "
+                                          "drops it", describe(r), str(r.name),
+                                          max_nesting_depth));
           continue;
         }
         open.push_back(&r);
@@ -1091,6 +1109,7 @@ class checker {
   string_pool pool_;
   std::vector<rec> x_;      // X events
   std::vector<rec> be_;     // B and E events
+  std::vector<std::string> too_deep_;  // errors for X and B slices deeper than Perfetto shows
   std::vector<rec> async_;  // b and e events
   std::vector<rec> flows_;  // s/t/f, and slices carrying v2 flows
   std::map<thread_key, span_index> spans_;  // slices per thread, for flows

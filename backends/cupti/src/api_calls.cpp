@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <iterator>
 #include <map>
+#include <optional>
 
 #include "ferret/python/call_stack.hpp"
 #include "ferret/runtime/runtime.hpp"
@@ -252,14 +253,19 @@ void api_calls::enter_work_call(CUpti_CallbackDomain domain, CUpti_CallbackId id
     }
   if (!names_objects(kind.handling)) return;
   const call_addresses addresses = addresses_of(domain, kind.handling, call.functionParams);
-  const std::uint64_t destination = runtime::find_data_object_id(addresses.destination);
-  const std::uint64_t source =
-      addresses.source != nullptr ? runtime::find_data_object_id(addresses.source) : 0;
-  if (destination != 0 || source != 0) {
+  const auto destination = runtime::find_data_object(addresses.destination);
+  const auto source = addresses.source != nullptr ? runtime::find_data_object(addresses.source)
+                                                  : std::nullopt;
+  if (destination || source) {
+    const auto on_device = [](const auto& object) {
+      return object && object->memory == runtime::memory_kind::device;
+    };
     std::lock_guard lock{calls_mutex_};
     objects_by_call_[call.correlationId] = {
-        source, destination, cycle_, reinterpret_cast<std::uintptr_t>(addresses.source),
-        reinterpret_cast<std::uintptr_t>(addresses.destination)};
+        source ? source->id : 0, destination ? destination->id : 0, cycle_,
+        reinterpret_cast<std::uintptr_t>(addresses.source),
+        reinterpret_cast<std::uintptr_t>(addresses.destination),
+        on_device(source) && on_device(destination)};
   }
 }
 
@@ -320,10 +326,17 @@ void api_calls::name_objects(std::vector<runtime::gpu_activity>& activities) {
       continue;
     const auto it = objects_by_call_.find(static_cast<std::uint32_t>(activity.launch.correlation));
     if (it == objects_by_call_.end()) continue;
-    activity.source_object_id = it->second.source;
-    activity.destination_object_id = it->second.destination;
-    activity.source_address = it->second.source_address;
-    activity.destination_address = it->second.destination_address;
+    const objects_of_call& objects = it->second;
+    const bool staged_to_host = objects.between_devices && activity.copy == runtime::copy_kind::device_to_host;
+    const bool staged_from_host = objects.between_devices && activity.copy == runtime::copy_kind::host_to_device;
+    if (!staged_from_host) {
+      activity.source_object_id = objects.source;
+      activity.source_address = objects.source_address;
+    }
+    if (!staged_to_host) {
+      activity.destination_object_id = objects.destination;
+      activity.destination_address = objects.destination_address;
+    }
   }
   // Calls whose records are in: a few drains later nothing refers to them.
   for (auto it = objects_by_call_.begin(); it != objects_by_call_.end();)

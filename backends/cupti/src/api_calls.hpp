@@ -103,6 +103,10 @@ class api_calls {
     std::uint64_t cycle;
     std::uintptr_t source_address;  // where in the objects the call fell
     std::uintptr_t destination_address;
+    // Both ends in device memory: a copy the driver stages through host memory
+    // (peer access off) arrives as a DtoH and an HtoD record, each touching
+    // only the object on its device side.
+    bool between_devices;
   };
   std::mutex calls_mutex_;
   std::unordered_map<std::uint32_t, objects_of_call> objects_by_call_;

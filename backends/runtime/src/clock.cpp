@@ -161,9 +161,8 @@ std::int64_t host_clock::apply(const segment& s, std::uint64_t raw) noexcept {
   return s.base.ns + static_cast<std::int64_t>((offset * static_cast<wide>(s.rate)) >> 32);
 }
 
-std::int64_t host_clock::to_ns(std::uint64_t raw) const noexcept {
+std::int64_t host_clock::to_ns_elsewhere(std::uint64_t raw) const noexcept {
   if (source_ == clock_source::monotonic_raw) return static_cast<std::int64_t>(raw) - start_ns_;
-  if (have_latest_ && raw >= latest_.base.raw) return apply(latest_, raw) - start_ns_;
   if (!have_latest_) return static_cast<std::int64_t>(raw - first_.raw);
   // Older events: the segment around raw; before the first pair, the first
   // segment's rate extrapolates.

@@ -44,7 +44,26 @@ class host_clock {
   // converting the events written up to now.
   void add_sync_point();
   // Nanoseconds since the origin for a raw value (draining thread only).
-  std::int64_t to_ns(std::uint64_t raw) const noexcept;
+  std::int64_t to_ns(std::uint64_t raw) const noexcept {
+    const newest_conversion newest = newest_segment();
+    return newest.covers(raw) ? newest.to_ns(raw) : to_ns_elsewhere(raw);
+  }
+  // The newest segment, where nearly every drained event falls, as a value a
+  // loop keeps in registers (the drain converts every event with it).
+  struct newest_conversion {
+    std::uint64_t base_raw;  // UINT64_MAX: no segment yet
+    std::uint64_t rate;      // nanoseconds per tick, 32.32 fixed point
+    std::int64_t base_ns;    // since the origin
+    bool covers(std::uint64_t raw) const noexcept { return raw >= base_raw; }
+    std::int64_t to_ns(std::uint64_t raw) const noexcept {
+      __extension__ using unsigned_wide = unsigned __int128;
+      return base_ns + static_cast<std::int64_t>((static_cast<unsigned_wide>(raw - base_raw) * rate) >> 32);
+    }
+  };
+  newest_conversion newest_segment() const noexcept {
+    if (!have_latest_) return {UINT64_MAX, 0, 0};
+    return {latest_.base.raw, latest_.rate, latest_.base.ns - start_ns_};
+  }
   // Measured counter frequency over the run so far (0 for monotonic_raw).
   double ticks_per_second() const noexcept;
 
@@ -63,6 +82,7 @@ class host_clock {
     std::uint64_t rate;  // nanoseconds per tick, 32.32 fixed point
   };
   sync_point sample() const noexcept;
+  std::int64_t to_ns_elsewhere(std::uint64_t raw) const noexcept;
   static segment segment_between(const sync_point& a, const sync_point& b) noexcept;
   static std::int64_t apply(const segment& s, std::uint64_t raw) noexcept;
 

@@ -4,9 +4,8 @@ namespace ferret::runtime::internal {
 
 context_tree::context_tree() { nodes_.push_back(node{{0, 0, nullptr, nullptr}}); }
 
-const context_node* context_tree::enter(const context_node* parent, const name_info* name) {
+const context_node* context_tree::enter_other(const context_node* parent, const name_info* name) {
   auto* from = static_cast<const node*>(parent);
-  if (from->last_name == name) return from->last_child;
   const auto [it, inserted] = children_.try_emplace({parent, name}, nullptr);
   if (inserted) {
     nodes_.push_back(node{{static_cast<std::uint32_t>(nodes_.size()), parent->depth + 1, parent, name}});
@@ -19,7 +18,7 @@ const context_node* context_tree::enter(const context_node* parent, const name_i
   return it->second;
 }
 
-const context_node* context_tree::leave(const context_node* current, const name_info* name) noexcept {
+const context_node* context_tree::leave_other(const context_node* current, const name_info* name) noexcept {
   for (const context_node* at = current; at != nullptr && at->parent != nullptr; at = at->parent)
     if (at->name == name) return at->parent;
   return current;

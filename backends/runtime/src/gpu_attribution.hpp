@@ -27,11 +27,18 @@ class context_tree {
   context_tree& operator=(const context_tree&) = delete;
 
   const context_node* root() const noexcept { return &nodes_.front(); }
-  // The child of `parent` named `name`, created on first use.
-  const context_node* enter(const context_node* parent, const name_info* name);
+  // The child of `parent` named `name`, created on first use. Inline for the
+  // child entered last (loops), as the drain does this for every region.
+  const context_node* enter(const context_node* parent, const name_info* name) {
+    const auto* from = static_cast<const node*>(parent);
+    return from->last_name == name ? from->last_child : enter_other(parent, name);
+  }
   // The parent of the innermost node on the path named `name`; `current`
   // itself when no node on the path has that name (an unmatched end).
-  static const context_node* leave(const context_node* current, const name_info* name) noexcept;
+  static const context_node* leave(const context_node* current, const name_info* name) noexcept {
+    if (current->name == name && current->parent != nullptr) return current->parent;
+    return leave_other(current, name);
+  }
   std::size_t size() const noexcept { return nodes_.size(); }
 
  private:
@@ -46,6 +53,9 @@ class context_tree {
       return std::hash<const void*>{}(key.first) * 31 + std::hash<const void*>{}(key.second);
     }
   };
+  const context_node* enter_other(const context_node* parent, const name_info* name);
+  static const context_node* leave_other(const context_node* current, const name_info* name) noexcept;
+
   std::deque<node> nodes_;
   std::unordered_map<std::pair<const context_node*, const name_info*>, const node*, key_hash> children_;
 };

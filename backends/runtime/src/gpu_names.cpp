@@ -42,11 +42,18 @@ std::string demangled_kernel_name(const char* mangled) {
   return text.get();
 }
 
+namespace {
+// The domains of the GPU API calls the collectors record (CUDA, Level Zero).
+bool is_gpu_api(const name_info& name) noexcept {
+  return name.domain == "cuda" || name.domain == "level_zero";
+}
+}  // namespace
+
 std::string context_path(const context_node* node, std::string_view separator,
                          bool with_api_calls) {
   std::vector<const name_info*> names;
   for (; node != nullptr && node->name != nullptr; node = node->parent)
-    if (with_api_calls || node->name->domain != "cuda") names.push_back(node->name);
+    if (with_api_calls || !is_gpu_api(*node->name)) names.push_back(node->name);
   std::string path;
   for (auto it = names.rbegin(); it != names.rend(); ++it) {
     if (!path.empty()) path += separator;
@@ -57,7 +64,7 @@ std::string context_path(const context_node* node, std::string_view separator,
 
 const name_info* launching_call(const context_node* node) noexcept {
   for (; node != nullptr; node = node->parent)
-    if (node->name != nullptr && node->name->domain == "cuda") return node->name;
+    if (node->name != nullptr && is_gpu_api(*node->name)) return node->name;
   return nullptr;
 }
 

@@ -17,13 +17,19 @@ constexpr setting table[] = {
     {"FERRET_OUTPUT", "path", "ferret-%e-%p",
      "Output file, or directory when it ends in '/' or exists. Each backend adds its extension "
      "(.json for chrome). %p: process id, %h: host name, %e: executable name, %%: '%'."},
-    {"FERRET_BUFFER_SIZE", "bytes, with K/M/G suffix, at least 256K", "64M",
-     "Memory for buffered events, all threads together (16 bytes per event). When it is full the "
-     "thread that needs space drains the buffers to the backends; events that still cannot be "
-     "kept are counted and reported."},
+    {"FERRET_BUFFER_SIZE", "bytes, with K/M/G suffix, at least 256K", "8M",
+     "Memory for buffered events, all threads together (16 bytes per event), in chunks of 1/64 of "
+     "it (4 to 64 KiB). A thread hands each full chunk to the background thread and goes on in a "
+     "free one; it waits only when no chunk is free, for one chunk (counted: application-waits, "
+     "application-wait-ns). Events that still cannot be kept are counted and reported."},
     {"FERRET_FLUSH_INTERVAL", "milliseconds, 0 to 60000", "200",
      "How often the background thread drains the buffers. 0: only when a buffer fills, at "
      "ferret::flush() and at exit."},
+    {"FERRET_SIGNAL_WAIT", "milliseconds, 0 to 60000", "4000",
+     "After SIGINT or SIGTERM (when the application has no handler of its own), how long buffered "
+     "events are still written; then the outputs are closed (within one more second) and the "
+     "signal takes its default action. Events not written are counted "
+     "(events-dropped-unwritten-at-signal) and reported."},
     {"FERRET_CLOCK", "auto, tsc or monotonic_raw", "auto",
      "Host clock. auto: the CPU's invariant timestamp counter where the CPU or kernel vouches for "
      "it, else CLOCK_MONOTONIC_RAW. The choice is written in the output's metadata."},
@@ -43,6 +49,9 @@ constexpr setting table[] = {
      "counted per name (metadata cuda-api-unrecorded:<call>, a CUPTI callback each). "
      "work-uncounted: the same regions, the other calls not subscribed to (no cost, no counts). "
      "all: every runtime call."},
+    {"FERRET_LEVEL_ZERO_API", "work, work-uncounted or all", "work",
+     "Level Zero collector: which API calls become regions, as FERRET_CUDA_API (metadata "
+     "level-zero-api-unrecorded:<call>). all: every call the collector traces."},
 };
 }  // namespace
 
@@ -155,6 +164,14 @@ std::optional<settings> parse_settings(env_lookup lookup, std::string& error) {
     return std::nullopt;
   }
   result.flush_interval_ms = static_cast<unsigned>(*ms);
+
+  const std::string signal_wait = value_of(lookup, "FERRET_SIGNAL_WAIT");
+  const auto wait_ms = parse_unsigned(signal_wait);
+  if (!wait_ms || *wait_ms > 60000) {
+    error = malformed("FERRET_SIGNAL_WAIT", signal_wait);
+    return std::nullopt;
+  }
+  result.signal_wait_ms = static_cast<unsigned>(*wait_ms);
 
   const std::string clock = value_of(lookup, "FERRET_CLOCK");
   if (clock == "auto") result.clock = clock_choice::automatic;

@@ -19,6 +19,7 @@ struct settings {
   std::string output;                 // unexpanded FERRET_OUTPUT
   std::size_t buffer_bytes;
   unsigned flush_interval_ms;
+  unsigned signal_wait_ms;  // SIGINT/SIGTERM: how long the handler waits for the outputs
   clock_choice clock;
   int verbose;
 };

@@ -125,6 +125,10 @@ struct runtime_api {
   void (*unregister_data_object_at)(const void* address) noexcept;
   void (*flush)() noexcept;
   void (*set_recording)(bool on) noexcept;
+  // The shared object whose flag this is is going (dlclose, or exit): the
+  // runtime stops storing into its flag and thread slots and keeps copies of
+  // the names it recorded. Absent (size too small) in older runtimes.
+  void (*detach)(std::atomic<std::uint8_t>* mode_flag) noexcept;
 };
 
 }  // namespace ferret::detail

@@ -29,6 +29,21 @@ FERRET_DSO_LOCAL inline thread_buffer g_unbound_buffer{};
 FERRET_DSO_LOCAL FERRET_TLS_MODEL inline thread_local thread_buffer* t_buffer =
     &g_unbound_buffer;
 
+// Tells the runtime when this shared object goes (dlclose(), or exit), while
+// its memory is still mapped: a plugin or a Python extension module may be
+// unloaded long before the process ends. Odr-used only once the object
+// attached, so code that never records carries none of it.
+struct unload_hook {
+  std::atomic<bool> attached{false};
+  ~unload_hook() {
+    const runtime_api* api = g_api.load(std::memory_order_acquire);
+    if (attached.load(std::memory_order_relaxed) && api != nullptr &&
+        api->size >= offsetof(runtime_api, detach) + sizeof api->detach)
+      api->detach(&g_mode);
+  }
+};
+FERRET_DSO_LOCAL inline unload_hook g_unload_hook;
+
 // Hinted unlikely: the path without recording (the common case in
 // production) then runs straight through, with no taken jump.
 FERRET_ALWAYS_INLINE bool recording() noexcept {
@@ -47,6 +62,7 @@ FERRET_NOINLINE inline const runtime_api* resolve_runtime() noexcept {
     g_mode.store(mode_off, std::memory_order_relaxed);
   }
   g_api.store(api, std::memory_order_release);
+  if (api != nullptr) g_unload_hook.attached.store(true, std::memory_order_relaxed);
   return api;
 }
 

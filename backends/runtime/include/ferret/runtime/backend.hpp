@@ -119,13 +119,13 @@ struct context_node {
   const name_info* name;  // nullptr for the root
 };
 
-/// Names from the root down, joined by `separator`; API calls (domain "cuda")
+/// Names from the root down, joined by `separator`; API calls (domain "cuda", "level_zero")
 /// are left out unless `with_api_calls`. "" for the root.
 FERRET_EXPORT std::string context_path(const context_node* node, std::string_view separator = "/",
                                        bool with_api_calls = false);
 
 /// The API call an operation was launched from: the innermost node of `node`'s
-/// path in the "cuda" domain; nullptr if there is none.
+/// path in the "cuda" or "level_zero" domain; nullptr if there is none.
 FERRET_EXPORT const name_info* launching_call(const context_node* node) noexcept;
 
 enum class gpu_operation : std::uint8_t { kernel, memcpy, memset, allocation, release, synchronization };
@@ -174,6 +174,7 @@ struct kernel_attributes {
   std::uint32_t local_memory_per_thread;
   std::uint32_t shared_memory_executed;  // carveout the kernel ran with (bytes per SM), 0 if unknown
   double occupancy;
+  std::uint32_t simd_width;  // Level Zero: SIMD width (the kernel's maxSubgroupSize); 0 for CUDA
 };
 
 /// The host side of a GPU operation: the API call that launched it, on which

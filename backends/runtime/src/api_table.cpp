@@ -1,0 +1,207 @@
+// api_table.cpp — the function table annotated code attaches to, and the
+// runtime's public functions.
+
+#include <algorithm>
+
+#include "registry.hpp"
+#include "runtime_state.hpp"
+
+namespace ferret::runtime::internal {
+namespace {
+
+// Nothing may throw across the function table handed to annotated code.
+template <class F>
+auto guarded(F&& body, decltype(body()) fallback) noexcept -> decltype(body()) {
+  try {
+    return body();
+  } catch (...) {
+    return fallback;
+  }
+}
+
+runtime_state& rt() { return runtime_state::instance(); }
+
+const detail::runtime_api api_table{
+    detail::abi_version,
+    sizeof(detail::runtime_api),
+    [](thread_buffer** slot, std::uint64_t word, std::uint64_t extra, unsigned slots) noexcept {
+      try {
+        rt().write(slot, word, extra, slots);
+      } catch (...) {
+      }
+    },
+    [](thread_buffer** slot, const char* literal, const char* domain) noexcept {
+      return guarded([&] { return rt().intern_literal(slot, literal, domain); }, nullptr);
+    },
+    [](const char* name, std::size_t length, const char* domain) noexcept {
+      return guarded([&] { return rt().register_name({name, length}, domain); }, nullptr);
+    },
+    [](thread_buffer** slot, const char* name, std::size_t length) noexcept {
+      try {
+        rt().set_thread_name(slot, {name, length});
+      } catch (...) {
+      }
+    },
+    [](const char* key, std::size_t key_length, const char* value, std::size_t value_length) noexcept {
+      try {
+        rt().set_metadata({key, key_length}, std::string{value, value_length});
+      } catch (...) {
+      }
+    },
+    [](const char* key, std::size_t key_length, double value, bool is_integer) noexcept {
+      try {
+        rt().set_metadata({key, key_length},
+                          is_integer ? metadata_value{static_cast<std::int64_t>(value)}
+                                     : metadata_value{value});
+      } catch (...) {
+      }
+    },
+    [](const char* name, std::size_t length, const void* address, std::size_t bytes,
+       memory_kind memory, int device) noexcept {
+      return guarded(
+          [&] { return rt().register_object({name, length}, address, bytes, memory, device); },
+          std::uint64_t{0});
+    },
+    [](std::uint64_t id) noexcept {
+      try {
+        rt().unregister_object(id);
+      } catch (...) {
+      }
+    },
+    [](const void* address) noexcept {
+      try {
+        rt().unregister_object_at(address);
+      } catch (...) {
+      }
+    },
+    []() noexcept {
+      try {
+        rt().flush();
+      } catch (...) {
+      }
+    },
+    [](bool on) noexcept { rt().set_recording(on); },
+    [](std::atomic<std::uint8_t>* mode_flag) noexcept {
+      try {
+        rt().detach(mode_flag);
+      } catch (...) {
+      }
+    },
+};
+
+}  // namespace
+
+const detail::runtime_api* runtime_state::attach(std::atomic<std::uint8_t>* flag) {
+  {
+    std::lock_guard lock{init_mutex_};
+    if (!initialized_) {
+      initialized_ = true;
+      initialize();
+    }
+  }
+  {
+    std::lock_guard lock{flags_mutex_};
+    if (std::find(flags_.begin(), flags_.end(), flag) == flags_.end()) flags_.push_back(flag);
+  }
+  publish_mode();
+  return &api_table;
+}
+
+}  // namespace ferret::runtime::internal
+
+namespace ferret::runtime {
+
+std::optional<data_object_info> find_data_object(const void* address) {
+  return internal::rt().find_object(address);
+}
+
+std::vector<std::string> available_backends() { return internal::available_backends(); }
+
+std::uint64_t find_data_object_id(const void* address) noexcept {
+  try {
+    return internal::rt().find_object_id(address);
+  } catch (...) {
+    return 0;
+  }
+}
+
+bool session_active() noexcept {
+  try {
+    return internal::rt().session_active();
+  } catch (...) {
+    return false;
+  }
+}
+
+void print_message(std::string_view line) noexcept { internal::message("{}", line); }
+
+int verbosity() noexcept {
+  try {
+    internal::rt().session_active();
+    return internal::rt().configuration().verbose;
+  } catch (...) {
+    return 1;
+  }
+}
+
+std::uint64_t register_allocation(std::string_view api, std::uint64_t correlation,
+                                  const void* address, std::size_t bytes, memory_kind memory,
+                                  int device) noexcept {
+  try {
+    return internal::rt().register_allocation(api, correlation, address, bytes, memory, device);
+  } catch (...) {
+    return 0;
+  }
+}
+
+void unregister_allocation(const void* address) noexcept {
+  try {
+    internal::rt().unregister_object_at(address);
+  } catch (...) {
+  }
+}
+
+std::int64_t monotonic_raw_ns() noexcept {
+  return internal::monotonic_raw_ns() + internal::test_clock_offset_ns();
+}
+
+std::uint64_t clock_reading() noexcept { return internal::rt().clock_reading(); }
+
+bool register_collector(collector* source) {
+  return internal::rt().add_collector(source);
+}
+
+namespace {
+std::atomic<bool> g_process_group_expected{false};
+}
+
+void expect_process_group() noexcept { g_process_group_expected.store(true); }
+
+bool process_group_expected() noexcept { return g_process_group_expected.load(); }
+
+void join_process_group(process_group& group) noexcept {
+  try {
+    internal::rt().join_process_group(group);
+  } catch (...) {
+    internal::message("the process group (rank {}) could not be joined", group.rank());
+  }
+}
+
+void end_session() noexcept {
+  try {
+    internal::rt().finish(false);
+  } catch (...) {
+  }
+}
+
+}  // namespace ferret::runtime
+
+extern "C" FERRET_EXPORT const ferret::detail::runtime_api* ferret_runtime_attach_v1(
+    std::uint32_t abi_version, std::atomic<std::uint8_t>* mode_flag) noexcept {
+  if (abi_version != ferret::detail::abi_version) return nullptr;
+  try {
+    return ferret::runtime::internal::rt().attach(mode_flag);
+  } catch (...) {
+    return nullptr;
+  }
+}

@@ -1,0 +1,108 @@
+// data_objects.cpp — named memory ranges: registration, removal, lookup, and the
+// allocations collectors track.
+
+
+#include "runtime_state.hpp"
+
+namespace ferret::runtime::internal {
+
+std::uint64_t runtime_state::register_object(std::string_view name, const void* address,
+                                             std::size_t bytes, memory_kind memory, int device) {
+  const data_object_info object{next_object_id_.fetch_add(1), visible_name(std::string{name}),
+                                reinterpret_cast<std::uintptr_t>(address), bytes, memory, device};
+  data_object_map::insert_result result;
+  std::string overlapped;
+  {
+    std::unique_lock lock{objects_mutex_};
+    result = objects_.insert(object);
+    if (result == data_object_map::insert_result::partial_overlap) {
+      const data_object_info* other = objects_.find(object.address);
+      if (other == nullptr) other = objects_.find(object.address + object.bytes - 1);
+      if (other != nullptr) overlapped = other->name;
+    }
+  }
+  if (result != data_object_map::insert_result::inserted) {
+    if (objects_refused_.fetch_add(1) == 0)
+      message("data object '{}' [{:#x}, +{}) {}; not registered (later refusals are counted "
+              "in the output's metadata)",
+              object.name, object.address, object.bytes,
+              result == data_object_map::insert_result::empty_range
+                  ? std::string{"is empty"}
+                  : fmt::format("partially overlaps the live object '{}' (memory reused "
+                                "without unregistering?)",
+                                overlapped));
+    return 0;
+  }
+  if (session* s = current_.load(std::memory_order_acquire)) {
+    std::lock_guard lock{s->pending_mutex};
+    s->pending_objects.push_back(
+        {s->clock.read(), data_object_change::registered, current_tid(), object});
+  }
+  return object.id;
+}
+
+std::uint64_t runtime_state::clock_reading() noexcept {
+  session* s = current_.load(std::memory_order_acquire);
+  return s != nullptr ? s->clock.read() : 0;
+}
+
+std::uint64_t runtime_state::register_allocation(std::string_view api, std::uint64_t correlation,
+                                                 const void* address, std::size_t bytes,
+                                                 memory_kind memory, int device) {
+  // Named after the call until the drain knows the call's calling context.
+  const std::uint64_t id = register_object(api, address, bytes, memory, device);
+  if (id == 0) return 0;
+  if (session* s = current_.load(std::memory_order_acquire)) {
+    std::lock_guard lock{s->pending_mutex};
+    for (auto it = s->pending_objects.rbegin(); it != s->pending_objects.rend(); ++it)
+      if (it->object.id == id && it->change == data_object_change::registered) {
+        it->correlation = correlation;
+        it->api = std::string{api};
+        break;
+      }
+  }
+  return id;
+}
+
+// Queues the end of a removed object's lifetime for the backends.
+void runtime_state::announce_removal(std::optional<data_object_info> removed) {
+  if (!removed) return;
+  if (session* s = current_.load(std::memory_order_acquire)) {
+    std::lock_guard lock{s->pending_mutex};
+    s->pending_objects.push_back(
+        {s->clock.read(), data_object_change::unregistered, current_tid(), std::move(*removed)});
+  }
+}
+
+void runtime_state::unregister_object(std::uint64_t id) {
+  std::optional<data_object_info> removed;
+  {
+    std::unique_lock lock{objects_mutex_};
+    removed = objects_.erase(id);
+  }
+  announce_removal(std::move(removed));
+}
+
+void runtime_state::unregister_object_at(const void* address) {
+  std::optional<data_object_info> removed;
+  {
+    std::unique_lock lock{objects_mutex_};
+    removed = objects_.erase_at(reinterpret_cast<std::uintptr_t>(address));
+  }
+  announce_removal(std::move(removed));
+}
+
+std::optional<data_object_info> runtime_state::find_object(const void* address) {
+  std::shared_lock lock{objects_mutex_};
+  if (const data_object_info* found = objects_.find(reinterpret_cast<std::uintptr_t>(address)))
+    return *found;
+  return std::nullopt;
+}
+
+std::uint64_t runtime_state::find_object_id(const void* address) {
+  std::shared_lock lock{objects_mutex_};
+  const data_object_info* found = objects_.find(reinterpret_cast<std::uintptr_t>(address));
+  return found != nullptr ? found->id : 0;
+}
+
+}  // namespace ferret::runtime::internal

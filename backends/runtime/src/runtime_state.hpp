@@ -1,0 +1,398 @@
+// runtime_state.hpp — the runtime's internal state, shared by its files:
+//   session.cpp         start-up, the session (its backends and its memory), the mode flags
+//   recording.cpp       the slow path of writing: binding threads, switching chunks
+//   names.cpp           interned names, thread names, run metadata
+//   data_objects.cpp    named memory ranges
+//   drain.cpp           draining the buffers and delivering to the backends
+//   process_events.cpp  exit, terminating signals, fork
+//   api_table.cpp       the function table annotated code attaches to, the public functions
+//
+// Memory: one arena of FERRET_BUFFER_SIZE bytes cut into chunks. A thread
+// writes into its current chunk without locks (the inline hot path in
+// ferret/detail/recorder.hpp); when the chunk is full it takes a free one
+// under a per-thread mutex. A drain (background thread, full pool,
+// ferret::flush(), exit) reads every thread's published events, hands them to
+// the backends and returns each chunk to the pool as soon as it is consumed.
+// The background thread drains once half the chunks are taken, so a writer
+// hands its full chunks over and goes on; only when no chunk is free does it
+// wait, for one chunk, never for a whole drain (the waits are counted). Only
+// what still cannot be stored is dropped, and it is counted.
+#pragma once
+
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "clock.hpp"
+#include "data_object_map.hpp"
+#include "gpu_attribution.hpp"
+#include "ferret/runtime/runtime.hpp"
+#include "settings.hpp"
+
+namespace ferret::runtime::internal {
+
+using detail::event;
+using detail::site;
+using detail::thread_buffer;
+
+// ---------------------------------------------------------------------------
+// Small utilities
+
+inline std::uint64_t current_tid() noexcept { return static_cast<std::uint64_t>(syscall(SYS_gettid)); }
+
+// One line on stderr in a single write, so lines from threads and processes
+// do not interleave.
+template <class... Args>
+void message(fmt::format_string<Args...> format, Args&&... args) noexcept {
+  try {
+    std::string line = "ferret: " + fmt::format(format, std::forward<Args>(args)...) + "\n";
+    const char* data = line.data();
+    std::size_t left = line.size();
+    while (left > 0) {
+      const ssize_t written = ::write(STDERR_FILENO, data, left);
+      if (written < 0 && errno == EINTR) continue;
+      if (written <= 0) break;
+      data += written;
+      left -= static_cast<std::size_t>(written);
+    }
+  } catch (...) {
+  }
+}
+
+// An empty or blank name would vanish (or break a reader: ParaProf drops the
+// rest of a TAU file at an empty name): every backend gets one visible placeholder.
+std::string visible_name(std::string name);
+
+bool is_directory(const std::string& path);
+
+// ---------------------------------------------------------------------------
+// Buffers
+
+struct chunk {
+  event* begin = nullptr;
+  event* capacity_end = nullptr;
+  event* filled = nullptr;  // end of its events once it stopped being current
+};
+
+// A shared object's thread slot (its t_buffer) bound to a thread's state,
+// and what it pointed to first: the object's own unbound buffer, which tells
+// whose slot it is when that object is unloaded (the slot then lives in freed
+// TLS and must not be written again).
+struct bound_slot {
+  thread_buffer** slot;
+  const void* origin;
+};
+
+// Slots of exited threads point here: pos == end sends late events to the
+// slow path, which counts them instead of writing into a retired buffer.
+extern thread_buffer g_retired_buffer;
+// Slots of a fork child's thread point here until it records again.
+extern thread_buffer g_rebind_buffer;
+
+struct thread_state : thread_buffer {
+  thread_state() : thread_buffer{} {}
+
+  std::uint64_t tid = 0;
+  bool is_main = false;
+  // Owner only.
+  event* capacity_end = nullptr;  // end of the current chunk (`end` is lower when the
+                                  // hot path must not stamp events itself)
+  std::chrono::steady_clock::time_point starved_until{};
+
+  // Guarded by `mutex` (the owner switching chunks, the drainer reading).
+  std::mutex mutex;
+  std::deque<chunk*> chunks;  // oldest first; back() is current unless retired
+  std::vector<bound_slot> slots;  // every shared object's slot bound to this state
+  std::string name;
+  bool retired = false;
+
+  // Drainer only: consumed up to here in chunks.front() (nullptr: its begin),
+  // and the calling context after the last drained event (nullptr: the root).
+  event* drained = nullptr;
+  const context_node* context = nullptr;
+  // The interpreted call stack written inside the open API call, for its
+  // correlation (see launch_context).
+  const detail::call_stack* call_stack = nullptr;
+};
+
+// Trivially destructible, so still readable while the thread's TLS
+// destructors run.
+extern thread_local thread_state* t_state;
+extern thread_local bool t_exiting;
+extern thread_local bool t_in_drain;
+// A fork child's slots as the fork left them (pointing to g_rebind_buffer),
+// with their origins, for the child's first bind.
+extern thread_local std::vector<bound_slot> t_rebound_slots;
+
+struct pending_object_event {
+  std::uint64_t raw_time;
+  data_object_change change;
+  std::uint64_t tid;
+  data_object_info object;
+  // Allocations the runtime tracks itself: the allocating call, for the name.
+  std::uint64_t correlation = 0;
+  std::string api{};
+};
+
+struct session;
+extern thread_local session* t_owner;
+
+// ---------------------------------------------------------------------------
+// A session: one process's recording with its backends. Sessions are never
+// freed: a thread may still hold a pointer while the process exits, and a
+// fork child abandons its parent's without touching its locks.
+
+struct session {
+  settings config;
+  session_info info;
+  host_clock clock;
+  std::vector<std::unique_ptr<backend>> backends;
+
+  std::size_t chunk_events = 0;
+  std::vector<chunk> chunk_storage;
+  std::mutex pool_mutex;
+  std::vector<chunk*> free_chunks;
+  std::atomic<std::uint64_t> chunks_returned{0};  // progress measure for writers waiting on space
+  // With pool_mutex: a chunk came back, or a drain ended (see wait_for_chunk).
+  std::condition_variable pool_changed;
+  std::uint64_t drains_completed = 0;  // guarded by pool_mutex
+  // Application threads that found no free chunk and waited for one.
+  std::atomic<std::uint64_t> application_waits{0};
+  std::atomic<std::uint64_t> application_wait_ns{0};
+
+  std::mutex threads_mutex;
+  std::vector<thread_state*> threads;
+
+  std::mutex pending_mutex;
+  std::vector<pending_object_event> pending_objects;
+
+  std::mutex drain_mutex;
+  bool closed = false;  // the final drain is done (guarded by drain_mutex)
+  std::thread drainer;
+  int wake_pipe[2] = {-1, -1};
+  std::atomic<bool> wake_pending{false};  // a byte is in the pipe: later wakes add none
+  std::atomic<bool> stopping{false};
+  std::atomic<bool> finished{false};
+
+  std::atomic<std::uint64_t> dropped_full{0};
+  std::atomic<std::uint64_t> dropped_late{0};
+  // Buffered when a terminating signal's wait ran out (FERRET_SIGNAL_WAIT).
+  std::atomic<std::uint64_t> dropped_unwritten{0};
+  std::atomic<bool> warned_full{false};
+
+  // Drainer only (under drain_mutex).
+  std::uint64_t recorded = 0;
+  std::unordered_map<const site*, std::unique_ptr<name_info>> names;
+  // Names of sites in unloaded shared objects: backends may still hold them,
+  // but a new object mapped at the same address must not find them.
+  std::vector<std::unique_ptr<name_info>> unloaded_names;
+  static constexpr std::size_t name_cache_size = 64;
+  std::pair<const site*, const name_info*> name_cache[name_cache_size] = {};
+  std::vector<record> scratch;  // one chunk's records
+  // The name of a site from the cache runtime_state::name_of fills, or nullptr.
+  const name_info* cached_name(const site* record_site) const noexcept {
+    const auto& cached = name_cache[(reinterpret_cast<std::uintptr_t>(record_site) >> 3) % name_cache_size];
+    return cached.first == record_site ? cached.second : nullptr;
+  }
+  // GPU attribution (see gpu_attribution.hpp).
+  std::uint64_t cycle = 0;
+  metadata_list final_metadata;  // for the exit report
+  context_tree contexts;
+  launch_table launches;
+  object_history objects;
+  std::vector<gpu_activity> gpu_batch;
+  std::vector<gpu_device_info> gpu_devices;
+  std::vector<communicator_info> new_communicators;
+  std::vector<communication_event> communication_batch;
+  std::uint64_t gpu_operations = 0;
+  std::uint64_t gpu_without_launch = 0;  // a correlation id no drained call carried
+  std::uint64_t gpu_without_call = 0;    // no correlation id: the driver's own work
+
+  // Once half the chunks are taken the drainer runs, so the full chunks
+  // writers hand over are drained while they go on in free ones.
+  bool pool_low() const noexcept { return free_chunks.size() < chunk_storage.size() / 2; }
+  chunk* take_chunk() {
+    std::lock_guard lock{pool_mutex};
+    if (free_chunks.empty()) return nullptr;
+    chunk* c = free_chunks.back();
+    free_chunks.pop_back();
+    if (pool_low()) wake();
+    return c;
+  }
+  chunk* wait_for_chunk();
+  void give_back(chunk* c) {
+    c->filled = nullptr;
+    {
+      std::lock_guard lock{pool_mutex};
+      free_chunks.push_back(c);
+      chunks_returned.fetch_add(1, std::memory_order_relaxed);
+    }
+    pool_changed.notify_one();
+  }
+  void drain_completed() {
+    {
+      std::lock_guard lock{pool_mutex};
+      ++drains_completed;
+    }
+    pool_changed.notify_all();
+  }
+  // Async-signal-safe (the terminating-signal handler calls it).
+  void wake() noexcept {
+    if (wake_pending.exchange(true)) return;
+    const char byte = 1;
+    [[maybe_unused]] const ssize_t ignored = ::write(wake_pipe[1], &byte, 1);
+  }
+  std::uint64_t dropped() const noexcept { return dropped_full + dropped_late + dropped_unwritten; }
+};
+
+// ---------------------------------------------------------------------------
+// The process-wide runtime: survives fork and outlives every session.
+
+class runtime_state {
+ public:
+  static runtime_state& instance() {
+    // Leaked on purpose: annotations in static destructors may still call in.
+    static runtime_state* state = new runtime_state;
+    return *state;
+  }
+
+  const detail::runtime_api* attach(std::atomic<std::uint8_t>* flag);
+  void detach(std::atomic<std::uint8_t>* flag);
+  void write(thread_buffer** slot, std::uint64_t word, std::uint64_t extra, unsigned slots);
+  const site* intern_literal(thread_buffer** slot, const char* literal, const char* domain);
+  const site* register_name(std::string_view text, const char* domain);
+  void set_thread_name(thread_buffer** slot, std::string_view name);
+  void set_metadata(std::string_view key, metadata_value value);
+  std::uint64_t register_object(std::string_view name, const void* address, std::size_t bytes,
+                                memory_kind memory, int device);
+  void announce_removal(std::optional<data_object_info> removed);
+  void unregister_object(std::uint64_t id);
+  void unregister_object_at(const void* address);
+  std::optional<data_object_info> find_object(const void* address);
+  std::uint64_t find_object_id(const void* address);
+  std::uint64_t clock_reading() noexcept;
+  std::uint64_t register_allocation(std::string_view api, std::uint64_t correlation,
+                                    const void* address, std::size_t bytes, memory_kind memory,
+                                    int device);
+  bool session_active();
+  bool add_collector(collector* source);
+  void join_process_group(process_group& group);
+  const settings& configuration() const noexcept { return config_; }
+  void flush();
+  void set_recording(bool on);
+
+  void finish(bool from_drainer);
+  void on_signal();
+  void fork_prepare();
+  void fork_parent();
+  void fork_child();
+
+ private:
+  runtime_state() = default;
+  void initialize();
+  bool start_session();
+  void publish_mode();
+  thread_state* bind(thread_buffer** slot);
+  bool switch_chunk(session& s, thread_state& state);
+  void retire(thread_state& state);
+  void drain(session& s, bool final);
+  void drain_locked(session& s, bool final);
+  void forget_unloaded_names(session& s, std::uintptr_t low, std::uintptr_t high);
+  // A copy of text that lives as long as the process (under sites_mutex_).
+  const char* stored(std::string_view text);
+  const char* stored(const char* text);
+  void deliver_objects(session& s);
+  void deliver_gpu_activity(session& s);
+  void deliver_communication(session& s);
+  bool drain_thread(session& s, thread_state& state);
+  const context_node* launch_context(session& s, thread_state& state);
+  const name_info* name_of(session& s, const site* record_site);
+  void drainer_loop(session& s);
+  void report(session& s);
+
+  friend struct thread_exit_hook;
+
+  std::mutex init_mutex_;
+  bool initialized_ = false;
+  settings config_{};
+  std::atomic<session*> current_{nullptr};
+  // Sessions a fork child inherited and dropped, kept reachable on purpose.
+  std::vector<session*> abandoned_;
+  // A fork child starts its own session at its first event, so that children
+  // that only exec() leave no empty output behind.
+  std::atomic<bool> restart_on_first_event_{false};
+  std::atomic<bool> recording_requested_{true};
+  // FERRET_OUTPUT named a directory before the session wrote into it: fork
+  // children then write there too (see fork_child).
+  bool output_was_directory_ = false;
+
+  std::mutex flags_mutex_;
+  std::vector<std::atomic<std::uint8_t>*> flags_;
+
+  std::mutex sites_mutex_;
+  std::map<std::pair<const char*, const char*>, std::unique_ptr<site>> literal_sites_;
+  std::map<std::pair<std::string, const char*>, std::unique_ptr<site>> named_sites_;
+  std::deque<std::string> site_names_;  // copies of every interned name and domain
+  // Sites keyed by addresses in unloaded shared objects, kept for the events
+  // that still refer to them.
+  std::vector<std::unique_ptr<site>> unloaded_sites_;
+
+  std::shared_mutex objects_mutex_;
+  data_object_map objects_;
+  std::atomic<std::uint64_t> next_object_id_{1};
+  std::atomic<std::uint64_t> objects_refused_{0};
+
+  std::mutex metadata_mutex_;
+  metadata_list user_metadata_;
+  metadata_list process_metadata_;  // rank and size once a process group joined
+
+  std::mutex collectors_mutex_;
+  std::vector<collector*> collectors_;
+};
+
+// Runs the thread's retirement when it exits; odr-used on first bind.
+struct thread_exit_hook {
+  bool armed = false;
+  ~thread_exit_hook() {
+    t_exiting = true;
+    if (t_state != nullptr) runtime_state::instance().retire(*t_state);
+  }
+};
+
+void on_process_exit();
+
+// Time zero of the traces: when the runtime was loaded, before main() (or the
+// fork, in a child).
+extern std::int64_t g_process_start_ns;
+
+// The terminating-signal handshake between the handler and the drainer thread.
+extern std::atomic<bool> g_signal_pending;
+extern std::atomic<bool> g_signal_flush_done;
+extern std::atomic<session*> g_signal_session;
+// Once a terminating signal arrived: when drains stop delivering events
+// (CLOCK_MONOTONIC_RAW ns; 0: no signal), so the outputs can still be closed
+// within FERRET_SIGNAL_WAIT.
+extern std::atomic<std::int64_t> g_signal_write_deadline_ns;
+
+void install_signal_handlers();
+
+}  // namespace ferret::runtime::internal

@@ -1,0 +1,263 @@
+// session.cpp — start-up, the session (its backends and its memory), the mode flags.
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <future>
+
+#include "ferret/config.hpp"
+#include "registry.hpp"
+
+#include "runtime_state.hpp"
+
+namespace ferret::runtime::internal {
+
+namespace {
+
+std::string read_file(const char* path) {
+  std::ifstream in{path, std::ios::binary};
+  return std::string{std::istreambuf_iterator<char>{in}, std::istreambuf_iterator<char>{}};
+}
+
+std::string executable_name() {
+  char path[4096];
+  const ssize_t length = readlink("/proc/self/exe", path, sizeof path - 1);
+  if (length <= 0) return "unknown";
+  const std::string full{path, static_cast<std::size_t>(length)};
+  return full.substr(full.rfind('/') + 1);
+}
+
+std::string command_line() {
+  std::string arguments = read_file("/proc/self/cmdline");
+  while (!arguments.empty() && arguments.back() == '\0') arguments.pop_back();
+  std::replace(arguments.begin(), arguments.end(), '\0', ' ');
+  return arguments;
+}
+
+std::string host_name() {
+  char name[256] = {};
+  if (gethostname(name, sizeof name - 1) != 0) return "unknown";
+  return name;
+}
+
+// %p pid, %h host, %e executable, %% percent.
+std::string expand_output(const std::string& pattern, const session_info& info) {
+  std::string out;
+  for (std::size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] != '%' || i + 1 == pattern.size()) {
+      out += pattern[i];
+      continue;
+    }
+    switch (pattern[++i]) {
+      case 'p': out += std::to_string(info.pid); break;
+      case 'h': out += info.hostname; break;
+      case 'e': out += info.executable; break;
+      case '%': out += '%'; break;
+      default: out += '%'; out += pattern[i];
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+bool is_directory(const std::string& path) {
+  struct stat status{};
+  return stat(path.c_str(), &status) == 0 && S_ISDIR(status.st_mode);
+}
+
+void on_process_exit() { runtime_state::instance().finish(false); }
+
+// Time zero of the traces: when the runtime was loaded, before main() (or the
+// fork, in a child).
+std::int64_t g_process_start_ns = monotonic_raw_ns();
+
+void runtime_state::initialize() {
+  std::string error;
+  const auto parsed = parse_settings([](const char* name) -> const char* { return std::getenv(name); },
+                                     error);
+  if (!parsed) {
+    message("{}; running untraced", error);
+    return;
+  }
+  config_ = *parsed;
+  if (config_.backends.empty()) return;
+  std::atexit(on_process_exit);
+  pthread_atfork([] { instance().fork_prepare(); }, [] { instance().fork_parent(); },
+                 [] { instance().fork_child(); });
+  if (start_session()) install_signal_handlers();
+}
+
+bool runtime_state::start_session() {
+  auto s = std::make_unique<session>();
+  s->config = config_;
+  session_info& info = s->info;
+  info.pid = static_cast<std::uint32_t>(getpid());
+  info.hostname = host_name();
+  info.executable = executable_name();
+  info.command_line = command_line();
+  info.ferret_version = FERRET_VERSION_STRING;
+
+  const bool invariant = hardware_counter_is_invariant();
+  const bool hardware = config_.clock == clock_choice::tsc ||
+                        (config_.clock == clock_choice::automatic && invariant);
+  if (config_.clock == clock_choice::tsc && !invariant)
+    message("FERRET_CLOCK=tsc, but this CPU does not report an invariant counter: "
+            "timestamps from different cores may disagree");
+  s->clock.start(hardware, g_process_start_ns);
+  info.clock_source = s->clock.source_name();
+  // The clock itself never sees the test offset: only what the session publishes.
+  info.start_monotonic_raw_ns = s->clock.start_monotonic_raw_ns() + test_clock_offset_ns();
+  info.start_realtime_ns = s->clock.start_realtime_ns();
+
+  backend_context context{&s->info, expand_output(config_.output, info), false};
+  // Nothing is created before tracing really starts: names, the output and
+  // the buffers are checked first, so that "running untraced" leaves no file.
+  std::vector<std::pair<std::string, backend_factory>> factories;
+  for (const std::string& name : config_.backends) {
+    const backend_factory factory = find_backend(name);
+    if (factory == nullptr) {
+      const std::vector<std::string> names = available_backends();
+      message("unknown backend '{}' in FERRET_BACKEND (available: {}); running untraced", name,
+              names.empty() ? std::string{"none installed"} : fmt::format("{}", fmt::join(names, ", ")));
+      return false;
+    }
+    factories.emplace_back(name, factory);
+  }
+  // A device would get files beside it (FERRET_OUTPUT=/dev/null: /dev/null.json).
+  struct stat output_status{};
+  if (stat(context.output.c_str(), &output_status) == 0 && !S_ISREG(output_status.st_mode) &&
+      !S_ISDIR(output_status.st_mode)) {
+    message("FERRET_OUTPUT='{}' is neither a file nor a directory; running untraced", context.output);
+    return false;
+  }
+
+  // Chunks of 1/64 of the buffer, between 4 KiB and 64 KiB: small buffers
+  // still get enough chunks for several threads.
+  const std::size_t chunk_bytes =
+      std::clamp<std::size_t>(config_.buffer_bytes / 64, 4096, 65536) / sizeof(event) * sizeof(event);
+  s->chunk_events = chunk_bytes / sizeof(event);
+  const std::size_t chunk_count = config_.buffer_bytes / chunk_bytes;
+  // Anonymous memory: pages cost nothing until a thread first writes them.
+  void* arena = mmap(nullptr, chunk_count * chunk_bytes, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (arena == MAP_FAILED || pipe2(s->wake_pipe, O_NONBLOCK | O_CLOEXEC) != 0) {
+    message("cannot reserve {} bytes of event buffers (FERRET_BUFFER_SIZE): {}; running untraced",
+            config_.buffer_bytes, std::strerror(errno));
+    if (arena != MAP_FAILED) munmap(arena, chunk_count * chunk_bytes);
+    return false;
+  }
+  const auto release_buffers = [&] {
+    munmap(arena, chunk_count * chunk_bytes);
+    close(s->wake_pipe[0]);
+    close(s->wake_pipe[1]);
+  };
+
+  // Missing directories are created, as mkdir -p would (processes started
+  // together, such as MPI ranks, may race to create them: that is fine). A
+  // file's directory that cannot be made is left to each backend to report.
+  const bool wants_directory = !context.output.empty() && context.output.back() == '/';
+  const std::string directory =
+      wants_directory ? context.output : context.output.substr(0, context.output.rfind('/') + 1);
+  std::error_code not_created;
+  if (!directory.empty()) std::filesystem::create_directories(directory, not_created);
+  if (wants_directory && !is_directory(context.output)) {
+    message("cannot create the output directory '{}' (FERRET_OUTPUT): {}; running untraced",
+            context.output, not_created.message());
+    release_buffers();
+    return false;
+  }
+  context.output_is_directory = wants_directory || is_directory(context.output);
+  output_was_directory_ = context.output_is_directory;
+
+  // An output that cannot be written turns off its backend only.
+  std::vector<std::string> failures;
+  for (const auto& [name, factory] : factories) {
+    std::string error;
+    std::unique_ptr<backend> created = factory(context, error);
+    if (created != nullptr) {
+      s->backends.push_back(std::move(created));
+      continue;
+    }
+    if (error.empty()) error = fmt::format("backend '{}' failed to start", name);
+    failures.push_back(fmt::format("{}; backend '{}' is off", error, name));
+  }
+  if (s->backends.empty()) {
+    failures.back() = failures.back().substr(0, failures.back().rfind("; ")) + "; running untraced";
+    for (const std::string& failure : failures) message("{}", failure);
+    release_buffers();
+    return false;
+  }
+  for (const std::string& failure : failures) message("{}", failure);
+  s->chunk_storage.resize(chunk_count);
+  s->free_chunks.reserve(chunk_count);
+  for (std::size_t i = 0; i < chunk_count; ++i) {
+    chunk& c = s->chunk_storage[i];
+    c.begin = static_cast<event*>(arena) + i * s->chunk_events;
+    c.capacity_end = c.begin + s->chunk_events;
+    s->free_chunks.push_back(&s->chunk_storage[chunk_count - 1 - i]);
+  }
+  s->scratch.reserve(s->chunk_events);
+
+  session* started = s.release();
+  // Wait until the drain thread runs: a fork() while it is still being set up
+  // (its C library and sanitizer start-up allocate) can leave the child with
+  // an allocator lock held by a thread it does not have. Seen under GCC 12's
+  // AddressSanitizer: fork children hung in their first thread's start.
+  std::promise<void> drainer_running;
+  std::future<void> running = drainer_running.get_future();
+  started->drainer = std::thread{[this, started, &drainer_running] {
+    drainer_running.set_value();
+    drainer_loop(*started);
+  }};
+  running.wait();
+  g_signal_session.store(started);
+  current_.store(started, std::memory_order_release);
+  if (config_.verbose >= 2)
+    message("recording to {} backend(s); clock {}; {} chunks of {} events; output '{}'",
+            started->backends.size(), info.clock_source, chunk_count, started->chunk_events,
+            context.output);
+  publish_mode();
+  return true;
+}
+
+void runtime_state::publish_mode() {
+  session* s = current_.load(std::memory_order_acquire);
+  const bool on = recording_requested_.load() &&
+                  ((s != nullptr && !s->finished.load()) || restart_on_first_event_.load());
+  std::lock_guard lock{flags_mutex_};
+  for (auto* flag : flags_)
+    flag->store(on ? detail::mode_recording : detail::mode_off, std::memory_order_relaxed);
+}
+
+// ---------------------------------------------------------------------------
+// Collectors
+
+bool runtime_state::session_active() {
+  {
+    std::lock_guard lock{init_mutex_};
+    if (!initialized_) {
+      initialized_ = true;
+      initialize();
+    }
+  }
+  return current_.load(std::memory_order_acquire) != nullptr;
+}
+
+bool runtime_state::add_collector(collector* source) {
+  if (!session_active()) return false;
+  std::lock_guard lock{collectors_mutex_};
+  if (std::find(collectors_.begin(), collectors_.end(), source) == collectors_.end())
+    collectors_.push_back(source);
+  return true;
+}
+
+}  // namespace ferret::runtime::internal

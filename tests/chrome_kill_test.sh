@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# chrome_kill_test.sh PROGRAM TRACE_CHECK [RUNS]: PROGRAM (a busy traced
+# program, tests/support/busy_regions_app.cpp) is killed with SIGKILL at a
+# random moment, RUNS times (default 12); every time, once nothing holds the
+# trace open any more (the exit guard has closed it), the file must pass
+# ferret-trace-check (strict JSON and Perfetto's rules) and keep its metadata.
+set -u
+program=$1
+trace_check=$2
+runs=${3:-12}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+failures=0
+for run in $(seq 1 "$runs"); do
+  trace="$work/run-$run.json"
+  # A small buffer: drains, and so writes, follow one another closely.
+  FERRET_BACKEND=chrome FERRET_OUTPUT="$trace" FERRET_BUFFER_SIZE=256K FERRET_VERBOSE=0 \
+    "$program" 30 &
+  pid=$!
+  # Between 100 and 350 ms: inside the run, at no particular point of a write
+  # (writes of 256 KiB follow one another every few milliseconds; without the
+  # exit guard about one kill in ten leaves the file cut inside an event).
+  sleep "0.$(( RANDOM % 250 + 100 ))"
+  kill -KILL "$pid"
+  wait "$pid" 2>/dev/null
+  # The guard writes the closing after the process is gone; wait (up to 5 s)
+  # until no process has the file open.
+  for _ in $(seq 1 100); do
+    fuser -s "$trace" 2>/dev/null || break
+    sleep 0.05
+  done
+  if fuser -s "$trace" 2>/dev/null; then
+    echo "run $run: FAILED: the trace is still open 5 s after the kill"
+    failures=$((failures + 1))
+    continue
+  fi
+  size=$(stat -c %s "$trace" 2>/dev/null || echo 0)
+  if report=$("$trace_check" --quiet "$trace" 2>&1) &&
+     tail -c 100000 "$trace" | grep -q '"metadata":{"ferret-version"'; then
+    echo "run $run: ok, $size bytes: $(echo "$report" | tail -n 1)"
+  else
+    echo "run $run: FAILED, $size bytes:"
+    echo "$report" | head -n 5
+    tail -c 300 "$trace"; echo
+    failures=$((failures + 1))
+  fi
+done
+[[ $failures == 0 ]] && echo "ok: $runs runs killed with SIGKILL, every trace complete"
+exit $((failures != 0))
