@@ -55,6 +55,10 @@ def run_ranks(options, traces, skewed, backend="chrome"):
                        FERRET_OUTPUT=output, FERRET_VERBOSE="1")
     if backend == "summary":  # on stderr
         del environment["FERRET_OUTPUT"]
+    if options.lsan_suppressions:
+        # Under AddressSanitizer: OpenMPI's own leaks only (see mpi_example.cmake).
+        environment["LSAN_OPTIONS"] = (f"suppressions={options.lsan_suppressions}:"
+                                       "fast_unwind_on_malloc=0:print_suppressions=0")
     if skewed:
         command = [options.mpiexec]
         for rank, offset in enumerate(INJECTED_NS):
@@ -268,6 +272,7 @@ def check_tau(options):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--mode", choices=["chrome", "skew", "otf2", "otf2-skew", "tau", "summary"], required=True)
+    parser.add_argument("--lsan-suppressions")
     parser.add_argument("--tau-check")
     parser.add_argument("--otf2-print")
     parser.add_argument("--otf2-check")
