@@ -809,7 +809,7 @@ rt::gpu_activity kernel(std::int64_t start_ns, std::int64_t end_ns, std::uint32_
   rt::gpu_activity activity =
       operation(rt::gpu_operation::kernel, start_ns, end_ns, device, stream, launch);
   activity.name = name;
-  activity.kernel = {{4, 2, 1}, {256, 1, 1}, 32, 48, 1024, 16, 0, 0.75};
+  activity.kernel = {{4, 2, 1}, {256, 1, 1}, 32, 48, 1024, 16, 0, 0.75, 0};
   return activity;
 }
 

@@ -233,7 +233,7 @@ TEST_CASE("GPU: stream locations, kernels sorted per stream, copies as RMA") {
   rt::gpu_activity launched = kernel(9'000, 9'500, 7, saxpy);
   launched.launch.correlation = 77;
   launched.launch.context = &in_launch;
-  launched.kernel = {{64, 2, 1}, {256, 1, 1}, 32, 1024, 0, 0, 0, 0.75};
+  launched.kernel = {{64, 2, 1}, {256, 1, 1}, 32, 1024, 0, 0, 0, 0.75, 0};
   rt::gpu_activity to_x = copy(2'000, 3'000, 7, rt::copy_kind::host_to_device, 4096, test_pid);
   to_x.destination_object = &x;
   // A peer copy from GPU 1 into GPU 0: a get from GPU 1's memory location.
