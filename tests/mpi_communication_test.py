@@ -17,6 +17,9 @@
   message sizes as TAU's MPI wrapper writes them: "Message size sent to node
   <n>" per peer (the counts and sizes the app sends), "... sent to all nodes"
   and "... received from all nodes" (71 each).
+--mode summary: every rank prints its summary; rank 0's has the rank x rank
+  matrix of point-to-point bytes (gathered in MPI_Finalize) with the bytes the
+  app sends, and every rank's "MPI calls" table lists the calls with their bytes.
 --mode skew: the same with each rank's clock pretending to be off
   (FERRET_TEST_CLOCK_OFFSET_NS: 0, +40, -30, +70 ms): the offsets measured at
   MPI_Init and MPI_Finalize find the injected ones (within 1 ms), the corrected
@@ -50,6 +53,12 @@ def run_ranks(options, traces, skewed, backend="chrome"):
     output = traces + "/" if backend in ("chrome", "tau") else traces
     environment = dict(os.environ, **ENVIRONMENT, FERRET_BACKEND=backend,
                        FERRET_OUTPUT=output, FERRET_VERBOSE="1")
+    if backend == "summary":  # on stderr
+        del environment["FERRET_OUTPUT"]
+    if options.lsan_suppressions:
+        # Under AddressSanitizer: OpenMPI's own leaks only (see mpi_example.cmake).
+        environment["LSAN_OPTIONS"] = (f"suppressions={options.lsan_suppressions}:"
+                                       "fast_unwind_on_malloc=0:print_suppressions=0")
     if skewed:
         command = [options.mpiexec]
         for rank, offset in enumerate(INJECTED_NS):
@@ -63,9 +72,13 @@ def run_ranks(options, traces, skewed, backend="chrome"):
     if result.returncode != 0:
         fail(f"{' '.join(command)} exited with {result.returncode}")
     # FERRET_VERBOSE=1: ferret says only where each output went.
-    rest = re.sub(r"ferret: (chrome trace|otf2 archive|tau profile): [^\n]*\n", "", result.stderr)
+    rest = re.sub(r"ferret: (chrome trace|otf2 archive|tau profile|summary): [^\n]*\n", "", result.stderr)
+    if backend == "summary":  # the summaries themselves
+        rest = "" if rest.count("ferret summary: ") == RANKS else rest
     if rest or "incomplete" in result.stderr:
         fail(f"unexpected messages from the ranks:\n{result.stderr}")
+    if backend == "summary":
+        return result.stderr
     if backend != "chrome":
         return []
     files = sorted(os.path.join(traces, name) for name in os.listdir(traces))
@@ -184,6 +197,40 @@ def check_archive(options, skewed):
                 "--messages", str(RANKS * MESSAGES_PER_RANK), "--collectives", str(RANKS * 10)])
 
 
+def expected_bytes(sender, receiver):
+    """What the app sends from one rank to another (see check_merged)."""
+    right, left = (sender + 1) % RANKS, (sender + RANKS - 1) % RANKS
+    total = 0
+    if receiver == right:
+        total += 20 * 4 + 20 * 512 + 5 * 8 + 4
+    if receiver == left:
+        total += 20 * 512
+    if receiver == sender ^ 1:
+        total += 5 * 8
+    return total
+
+
+def check_summary(options):
+    text = run_ranks(options, os.path.join(options.work, "unused"), False, backend="summary")
+    lines = text.splitlines()
+    heading = [i for i, line in enumerate(lines) if line == "MPI point-to-point bytes (rank x rank)"]
+    if len(heading) != 1:
+        fail(f"expected one rank x rank matrix (rank 0's), found {len(heading)}:\n{text}")
+    rows = lines[heading[0] + 2:heading[0] + 2 + RANKS]
+    for sender, row in enumerate(rows):
+        cells = re.findall(r"(-|[0-9.]+ (?:B|KiB))", row.split(f"rank {sender}", 1)[1])
+        for receiver, cell in enumerate(cells):
+            expected = expected_bytes(sender, receiver)
+            shown = "-" if expected == 0 else (f"{expected} B" if expected < 1024 else f"{expected / 1024:.1f} KiB")
+            if cell != shown:
+                fail(f"matrix row {sender}, column {receiver}: {cell}, expected {shown}\n{row}")
+    if text.count("\nMPI calls\n") != RANKS:
+        fail("not every rank's summary has the MPI calls table")
+    for call in ("MPI_Send", "MPI_Isend", "MPI_Waitall", "MPI_Sendrecv", "MPI_Alltoall"):
+        if not re.search(rf" {call}\n", text):
+            fail(f"no row for {call} in the MPI calls tables")
+
+
 def user_events(profile):
     events = {}
     with open(profile, encoding="utf-8") as handle:
@@ -224,7 +271,8 @@ def check_tau(options):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--mode", choices=["chrome", "skew", "otf2", "otf2-skew", "tau"], required=True)
+    parser.add_argument("--mode", choices=["chrome", "skew", "otf2", "otf2-skew", "tau", "summary"], required=True)
+    parser.add_argument("--lsan-suppressions")
     parser.add_argument("--tau-check")
     parser.add_argument("--otf2-print")
     parser.add_argument("--otf2-check")
@@ -238,6 +286,10 @@ def main():
     shutil.rmtree(options.work, ignore_errors=True)
     traces = os.path.join(options.work, "traces")
     os.makedirs(traces)
+    if options.mode == "summary":
+        check_summary(options)
+        print("ok")
+        return
     if options.mode == "tau":
         check_tau(options)
         print("ok")

@@ -45,11 +45,17 @@ add_executable(mpi_communication_app support/mpi_communication_app.cpp)
 target_compile_definitions(mpi_communication_app PRIVATE OMPI_SKIP_MPICXX=1 MPICH_SKIP_MPICXX=1)
 target_link_libraries(mpi_communication_app PRIVATE ferret::mpi MPI::MPI_C ferret_warnings)
 find_program(FERRET_TEST_PYTHON3 NAMES python3 REQUIRED)
+set(mpi_communication_sanitizer_arguments)
+if(FERRET_SANITIZE MATCHES "address")
+  set(mpi_communication_sanitizer_arguments
+      --lsan-suppressions ${CMAKE_CURRENT_SOURCE_DIR}/support/lsan-openmpi.supp)
+endif()
 add_test(NAME mpi_communication_chrome
          COMMAND ${FERRET_TEST_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/mpi_communication_test.py
                  --mode chrome --app $<TARGET_FILE:mpi_communication_app> --mpiexec ${MPIEXEC_EXECUTABLE}
                  --merge ${PROJECT_SOURCE_DIR}/tools/ferret-merge
                  --trace-check $<TARGET_FILE:ferret-trace-check>
+                 ${mpi_communication_sanitizer_arguments}
                  --work ${CMAKE_CURRENT_BINARY_DIR}/mpi_communication_chrome)
 set_tests_properties(mpi_communication_chrome PROPERTIES LABELS "process;mpi")
 add_test(NAME mpi_communication_skewed_clocks
@@ -57,6 +63,7 @@ add_test(NAME mpi_communication_skewed_clocks
                  --mode skew --app $<TARGET_FILE:mpi_communication_app> --mpiexec ${MPIEXEC_EXECUTABLE}
                  --merge ${PROJECT_SOURCE_DIR}/tools/ferret-merge
                  --trace-check $<TARGET_FILE:ferret-trace-check>
+                 ${mpi_communication_sanitizer_arguments}
                  --work ${CMAKE_CURRENT_BINARY_DIR}/mpi_communication_skewed_clocks)
 set_tests_properties(mpi_communication_skewed_clocks PROPERTIES LABELS "process;mpi")
 if(FERRET_HAVE_OTF2)
@@ -68,14 +75,24 @@ if(FERRET_HAVE_OTF2)
                      --mpiexec ${MPIEXEC_EXECUTABLE} --merge ${PROJECT_SOURCE_DIR}/tools/ferret-merge
                      --trace-check $<TARGET_FILE:ferret-trace-check>
                      --otf2-print ${FERRET_OTF2_PRINT} --otf2-check $<TARGET_FILE:ferret-otf2-check>
-                     --otf2-python ${FERRET_OTF2_PYTHON} --work ${CMAKE_CURRENT_BINARY_DIR}/${name})
+                     --otf2-python ${FERRET_OTF2_PYTHON} ${mpi_communication_sanitizer_arguments}
+                     --work ${CMAKE_CURRENT_BINARY_DIR}/${name})
     set_tests_properties(${name} PROPERTIES LABELS "process;mpi")
   endforeach()
 endif()
+add_test(NAME mpi_communication_summary
+         COMMAND ${FERRET_TEST_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/mpi_communication_test.py
+                 --mode summary --app $<TARGET_FILE:mpi_communication_app> --mpiexec ${MPIEXEC_EXECUTABLE}
+                 --merge ${PROJECT_SOURCE_DIR}/tools/ferret-merge
+                 --trace-check $<TARGET_FILE:ferret-trace-check>
+                 ${mpi_communication_sanitizer_arguments}
+                 --work ${CMAKE_CURRENT_BINARY_DIR}/mpi_communication_summary)
+set_tests_properties(mpi_communication_summary PROPERTIES LABELS "process;mpi")
 add_test(NAME mpi_communication_tau
          COMMAND ${FERRET_TEST_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/mpi_communication_test.py
                  --mode tau --app $<TARGET_FILE:mpi_communication_app> --mpiexec ${MPIEXEC_EXECUTABLE}
                  --merge ${PROJECT_SOURCE_DIR}/tools/ferret-merge
                  --trace-check $<TARGET_FILE:ferret-trace-check> --tau-check $<TARGET_FILE:ferret-tau-check>
+                 ${mpi_communication_sanitizer_arguments}
                  --work ${CMAKE_CURRENT_BINARY_DIR}/mpi_communication_tau)
 set_tests_properties(mpi_communication_tau PROPERTIES LABELS "process;mpi")

@@ -21,6 +21,7 @@
 #include <array>
 #include <atomic>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -97,8 +98,12 @@ std::uint64_t this_thread_id() noexcept {
   return tid;
 }
 
+// The wrapped call running on this thread (its region's name), for the events.
+thread_local const char* t_call = nullptr;
+
 void record(communication_event event) noexcept {
   event.tid = this_thread_id();
+  event.call = t_call;
   const std::uint64_t waiting = this_thread_log().push(event);
   if (waiting == 0) {
     g_events_dropped.fetch_add(1, std::memory_order_relaxed);
@@ -150,14 +155,18 @@ std::vector<std::uint32_t> members_of(MPI_Comm communicator) {
   return members;
 }
 
-// Entries live to the end of the process: pending requests and the backends'
-// copies refer to them after MPI_Comm_free.
+// Entries live to the end of the process (pending requests refer to them
+// after MPI_Comm_free), owned here rather than by MPI's attribute cache.
+std::vector<std::unique_ptr<communicator_entry>> g_entries;  // under g_logs_mutex
+
 const communicator_entry* remember(MPI_Comm communicator, std::uint64_t id, std::string name) {
-  auto* entry = new communicator_entry{id, members_of(communicator)};
-  PMPI_Comm_set_attr(communicator, g_keyval, entry);
+  auto entry = std::make_unique<communicator_entry>(communicator_entry{id, members_of(communicator)});
+  const communicator_entry* kept = entry.get();
+  PMPI_Comm_set_attr(communicator, g_keyval, entry.get());
   std::lock_guard lock{g_logs_mutex};
   g_new_communicators.push_back(runtime::communicator_info{id, std::move(name), entry->members});
-  return entry;
+  g_entries.push_back(std::move(entry));
+  return kept;
 }
 
 std::string id_name(const char* how, std::uint64_t id) {
@@ -444,7 +453,9 @@ void stop_communication_recording() {
 
 namespace fm = ferret::mpi;
 
-#define FERRET_MPI_CALL(name) FERRET_REGION_IN(fm::mpi_domain, name)
+#define FERRET_MPI_CALL(name)            \
+  FERRET_REGION_IN(fm::mpi_domain, name); \
+  fm::t_call = name
 
 extern "C" {
 

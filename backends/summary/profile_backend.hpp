@@ -5,9 +5,12 @@
 
 #include <time.h>
 
+#include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "ferret/runtime/backend.hpp"
+#include "ferret/runtime/runtime.hpp"
 #include "profile_model.hpp"
 
 namespace ferret::profile {
@@ -29,10 +32,18 @@ class profile_backend : public runtime::backend {
   void gpu_activities(const runtime::gpu_activity* activities, std::size_t count) final {
     if (!done_) model_.add_activities(activities, count);
   }
+  void communication(const runtime::communication_event* events, std::size_t count) final {
+    if (!done_) model_.add_communication(events, count);
+  }
+  void join_process_group(runtime::process_group& group) final {
+    group_ = &group;
+    model_.set_process(group.rank(), group.size());
+  }
   // Earlier flushes write nothing: the profile is written once, complete.
   void flush(const runtime::session_status& status) final {
     if (done_ || !status.final) return;
     done_ = true;
+    gather_message_rows();
     timespec now{};
     clock_gettime(CLOCK_MONOTONIC_RAW, &now);
     const std::int64_t now_ns = std::int64_t{now.tv_sec} * 1'000'000'000 + now.tv_nsec;
@@ -47,7 +58,23 @@ class profile_backend : public runtime::backend {
   virtual void write(const profile_model& model) = 0;
 
  private:
+  // Rank 0 gets every rank's row of the message matrix (inside MPI_Finalize,
+  // where all ranks flush together); elsewhere each rank keeps its own.
+  void gather_message_rows() {
+    if (group_ == nullptr || !group_->collectives_available()) return;
+    const std::uint32_t size = group_->size();
+    std::vector<volume> row(size);
+    for (const auto& [ends, messages] : model_.messages())
+      if (ends.first == group_->rank() && ends.second < size) row[ends.second] = messages;
+    std::vector<volume> all(group_->rank() == 0 ? std::size_t{size} * size : 0);
+    if (!group_->gather(row.data(), row.size() * sizeof(volume), all.data(), 0) || all.empty()) return;
+    for (std::uint32_t from = 0; from < size; ++from)
+      model_.add_message_row(from, std::vector<volume>(all.begin() + std::ptrdiff_t{from} * size,
+                                                       all.begin() + std::ptrdiff_t{from + 1} * size));
+  }
+
   profile_model model_;
+  runtime::process_group* group_ = nullptr;
   bool done_ = false;
 };
 

@@ -333,6 +333,41 @@ void profile_model::add_device(const runtime::gpu_device_info& info) {
   if (!finished_) device(info.id).info = info;
 }
 
+void profile_model::add_communication(const runtime::communication_event* events,
+                                      std::size_t count) {
+  using runtime::communication_kind;
+  for (std::size_t i = 0; i < count; ++i) {
+    const runtime::communication_event& e = events[i];
+    mpi_call_totals& call = mpi_calls_[e.call != nullptr ? e.call : "(unknown call)"];
+    switch (e.kind) {
+      case communication_kind::send:
+      case communication_kind::isend:
+        call.sent.add(e.bytes);
+        if (rank_ && e.peer_process != runtime::no_rank) messages_[{*rank_, e.peer_process}].add(e.bytes);
+        break;
+      case communication_kind::receive:
+      case communication_kind::irecv: call.received.add(e.bytes); break;
+      case communication_kind::collective_end:
+        call.sent.add(e.bytes);
+        call.received.add(e.bytes_received);
+        break;
+      case communication_kind::isend_complete:
+      case communication_kind::irecv_request:
+      case communication_kind::collective_begin: break;
+    }
+  }
+}
+
+void profile_model::set_process(std::uint32_t rank, std::uint32_t size) noexcept {
+  rank_ = rank;
+  size_ = size;
+}
+
+void profile_model::add_message_row(std::uint32_t from, const std::vector<volume>& row) {
+  for (std::uint32_t to = 0; to < row.size(); ++to)
+    if (row[to].operations != 0) messages_[{from, to}] = row[to];
+}
+
 void profile_model::add_activities(const gpu_activity* activities, std::size_t count) {
   if (finished_) return;
   std::vector<std::pair<const gpu_activity*, std::uint32_t>> memory_changes;

@@ -243,6 +243,13 @@ class profile_model {
   void add_data_object(const runtime::data_object_event& event);
   void add_device(const runtime::gpu_device_info& device);
   void add_activities(const runtime::gpu_activity* activities, std::size_t count);
+  /// MPI communication: bytes per call, and this rank's row of the rank x rank
+  /// message matrix (point to point, by MPI_COMM_WORLD rank).
+  void add_communication(const runtime::communication_event* events, std::size_t count);
+  /// The run's rank and size, when a process group joined.
+  void set_process(std::uint32_t rank, std::uint32_t size) noexcept;
+  /// Adds another rank's row of the message matrix (gathered at the end).
+  void add_message_row(std::uint32_t from, const std::vector<volume>& row);
   /// At the final flush: closes regions still open at the latest time seen,
   /// and notes the losses and counts of the session's last status.
   void finish(const runtime::session_status& status, std::int64_t end_ns);
@@ -284,6 +291,19 @@ class profile_model {
   /// Copies of all devices by kind.
   std::array<transfer_totals, copy_kinds> copies() const;
   const std::vector<traffic_matrix>& traffic() const noexcept { return traffic_; }
+  /// MPI: per call, what it sent and received (point to point: messages;
+  /// collectives: this rank's bytes).
+  struct mpi_call_totals {
+    volume sent, received;
+  };
+  const std::map<std::string, mpi_call_totals>& mpi_calls() const noexcept { return mpi_calls_; }
+  /// (from, to) MPI_COMM_WORLD ranks -> point-to-point messages; this rank's
+  /// row, or every rank's on rank 0 after the gather.
+  const std::map<std::pair<std::uint32_t, std::uint32_t>, volume>& messages() const noexcept {
+    return messages_;
+  }
+  std::optional<std::uint32_t> rank() const noexcept { return rank_; }
+  std::uint32_t size() const noexcept { return size_; }
   /// The ends of the traffic: the host, then every GPU seen, in order.
   std::vector<std::int32_t> ends() const;
   const std::unordered_map<std::uint64_t, data_object_totals>& objects() const noexcept {
@@ -353,6 +373,10 @@ class profile_model {
 
   std::map<std::uint32_t, device_totals> devices_;
   std::vector<traffic_matrix> traffic_{traffic_matrix{"copies", {}}};
+  std::map<std::string, mpi_call_totals> mpi_calls_;
+  std::map<std::pair<std::uint32_t, std::uint32_t>, volume> messages_;
+  std::optional<std::uint32_t> rank_;
+  std::uint32_t size_ = 1;
   std::unordered_map<std::uint64_t, data_object_totals> objects_;
   std::map<std::pair<std::uint32_t, memory_kind>, memory_totals> memory_;
   struct live_allocation {

@@ -10,6 +10,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <map>
+#include <string>
 #include <string_view>
 #include <tuple>
 #include <utility>
@@ -283,6 +285,61 @@ void append_regions(std::string& out, const model& run) {
   append_not_shown(out, all.size(), "region");
 }
 
+// Time (the calls' regions) and bytes per MPI call.
+void append_mpi_calls(std::string& out, const model& run) {
+  std::map<std::string, const model::region_row*> regions;
+  std::vector<model::region_row> rows = run.regions_by_name();
+  for (const model::region_row& region : rows)
+    if (region.domain == "mpi") regions.emplace(region.name, &region);
+  if (regions.empty() && run.mpi_calls().empty()) return;
+  std::vector<std::string> calls;
+  for (const auto& [name, region] : regions) calls.push_back(name);
+  for (const auto& [name, totals] : run.mpi_calls())
+    if (regions.count(name) == 0) calls.push_back(name);
+  const auto time_of = [&regions](const std::string& call) {
+    const auto it = regions.find(call);
+    return it == regions.end() ? std::int64_t{0} : it->second->inclusive_ns;
+  };
+  std::sort(calls.begin(), calls.end(), [&](const std::string& a, const std::string& b) {
+    return time_of(a) != time_of(b) ? time_of(a) > time_of(b) : a < b;
+  });
+  append_heading(out, "MPI calls");
+  text_table table{{"calls", alignment::right},    {"total ms", alignment::right},
+                   {"bytes sent", alignment::right}, {"bytes received", alignment::right},
+                   {"call", alignment::left}};
+  for (const std::string& call : calls) {
+    const auto region = regions.find(call);
+    const auto totals = run.mpi_calls().find(call);
+    const bool moved = totals != run.mpi_calls().end();
+    table.add_row({fmt::format("{}", region == regions.end() ? 0 : region->second->calls),
+                   milliseconds_text(time_of(call)), bytes_cell(moved ? totals->second.sent.bytes : 0),
+                   bytes_cell(moved ? totals->second.received.bytes : 0), shown_name(call)});
+  }
+  table.append_to(out);
+}
+
+// Point-to-point bytes between MPI ranks: every rank's row on rank 0, the
+// rank's own row elsewhere.
+void append_mpi_matrix(std::string& out, const model& run) {
+  if (run.messages().empty() || !run.rank()) return;
+  append_heading(out, *run.rank() == 0 ? "MPI point-to-point bytes (rank x rank)"
+                                       : "MPI point-to-point bytes from this rank");
+  std::vector<std::pair<std::string, alignment>> columns{{"from \\ to", alignment::left}};
+  for (std::uint32_t to = 0; to < run.size(); ++to)
+    columns.emplace_back(fmt::format("rank {}", to), alignment::right);
+  text_table table{columns};
+  for (std::uint32_t from = 0; from < run.size(); ++from) {
+    if (*run.rank() != 0 && from != *run.rank()) continue;
+    std::vector<std::string> row{fmt::format("rank {}", from)};
+    for (std::uint32_t to = 0; to < run.size(); ++to) {
+      const auto it = run.messages().find({from, to});
+      row.push_back(bytes_cell(it == run.messages().end() ? 0 : it->second.bytes));
+    }
+    table.add_row(std::move(row));
+  }
+  table.append_to(out);
+}
+
 void append_unrecorded_api(std::string& out, const model& run) {
   std::vector<const profile::unrecorded_api_calls*> all;
   for (const profile::unrecorded_api_calls& calls : run.unrecorded_api())
@@ -328,6 +385,8 @@ std::string summary_text(const model& run) {
   append_objects(out, run);
   append_memory(out, run);
   append_regions(out, run);
+  append_mpi_calls(out, run);
+  append_mpi_matrix(out, run);
   append_unrecorded_api(out, run);
   append_losses(out, run);
   return out;

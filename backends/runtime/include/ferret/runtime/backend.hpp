@@ -270,6 +270,7 @@ struct communication_event {
   std::uint64_t bytes;           // point to point: the message; collectives: bytes sent
   std::uint64_t bytes_received;  // collectives
   std::uint64_t request;         // isend, isend_complete, irecv_request, irecv
+  const char* call;              // the call that recorded it ("MPI_Isend"): static, or nullptr
 };
 
 /// Everything a factory needs to create a backend.
