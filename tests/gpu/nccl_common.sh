@@ -28,7 +28,15 @@ cupti_folder=
 for folder in /usr/local/cuda/extras/CUPTI/lib64 /usr/local/cuda/lib64 /usr/local/cuda/lib; do
   if compgen -G "$folder/libcupti.so*" > /dev/null; then cupti_folder=$folder; break; fi
 done
-export LD_LIBRARY_PATH=$build/lib${nccl_folder:+:$nccl_folder}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}${cupti_folder:+:$cupti_folder}
+# Libraries a carried build brought (lib/carried: OTF2, libdw, ...) that this
+# machine lacks, as run.sh links them: the machine's own keep serving PyTorch.
+missing_links=$work/missing-libraries
+mkdir -p "$missing_links"
+for library in "$build"/lib/carried/*.so*; do
+  [[ -e $library ]] || continue
+  ldconfig -p | grep -q "^[[:space:]]*$(basename "$library") " || ln -sf "$library" "$missing_links/"
+done
+export LD_LIBRARY_PATH=$build/lib:$missing_links${nccl_folder:+:$nccl_folder}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}${cupti_folder:+:$cupti_folder}
 # NCCL says at init whether it loaded the plugin, and which interface version.
 export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV
 
