@@ -45,6 +45,20 @@ bool under_valgrind() noexcept {
   return preload != nullptr && std::strstr(preload, "/vgpreload_core") != nullptr;
 }
 
+// ThreadSanitizer does not know a clone(CLONE_VM) process: with the guard
+// running it reports races and double locks all over the traced program.
+#if defined(__SANITIZE_THREAD__)
+constexpr bool under_thread_sanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+constexpr bool under_thread_sanitizer = true;
+#else
+constexpr bool under_thread_sanitizer = false;
+#endif
+#else
+constexpr bool under_thread_sanitizer = false;
+#endif
+
 }  // namespace
 
 FERRET_GUARD_CODE int exit_guard::guard_main(void* self) noexcept {
@@ -81,7 +95,7 @@ FERRET_GUARD_CODE int exit_guard::guard_main(void* self) noexcept {
 }
 
 bool exit_guard::start(int fd, off_t events_end, std::string_view trailer) {
-  if (under_valgrind()) {
+  if (under_valgrind() || under_thread_sanitizer) {
     errno = ENOTSUP;
     return false;
   }
