@@ -69,6 +69,12 @@ print("NCCL kernels (name, context):", dict(contexts) or "none")
 expected_bytes = 4 << 20  # 1 Mi floats
 crossed = [e["name"] for e in regions if e.get("args", {}).get("ferret")]
 expect(not crossed, "nccl regions nest with the thread's other regions (NCCL's NVTX ranges), not: %s" % crossed)
+# NCCL 2.28 ends the NVTX ranges of calls with parameters (ncclCommInitRank...)
+# through NVTX's payload extension: every one of them must end.
+unfinished_nvtx = sorted({e["name"] for e in events if e.get("ph") == "X" and
+                          str(e.get("cat", "")).startswith("nvtx") and
+                          e.get("args", {}).get("ferret") == "unfinished"})
+expect(not unfinished_nvtx, "NCCL's NVTX ranges all end, not: %s" % unfinished_nvtx)
 v5 = interface == "v5"
 expect(interface in ("v5", "v4"), "the plugin's interface in the metadata (v5 or v4), got %r" % interface)
 if mode == "one":

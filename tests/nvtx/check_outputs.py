@@ -50,6 +50,13 @@ check.expect(payloads == [2.5, 5.0, 7.5], "the payloads as counter samples, got 
 check.expect(len(trace.of_phase("i", "residual")) == 1 and len(trace.of_phase("C", "residual")) == 1,
              "the mark 'residual' with its payload as a counter sample")
 check.expect(len(trace.of_phase("i", "checkpoint")) == 1, "the mark 'checkpoint'")
+# The payload extension: a core push ended by nvtxRangePopPayload (NCCL 2.28's
+# ncclCommInitRank), then a range, a mark and a start/end range with only a payload.
+check.expect(len(trace.regions("commInit", "nvtx:Comms")) == 1,
+             "one region 'commInit' of domain nvtx:Comms, ended by nvtxRangePopPayload")
+check.expect(len(trace.regions("comm parameters", "nvtx:Comms")) == 2,
+             "two payload-only ranges named by their schema 'comm parameters'")
+check.expect(len(trace.of_phase("i", "comm parameters")) == 1, "the payload-only mark")
 contexts = {e["name"]: e["args"].get("context") for e in trace.kernels()}
 check.expect(contexts.get("kernel_in_inner") == "outer/ferret inside/inner",
              "the kernel in 'inner' attributed to outer/ferret inside/inner, got %r"
@@ -57,6 +64,10 @@ check.expect(contexts.get("kernel_in_inner") == "outer/ferret inside/inner",
 check.expect(contexts.get("kernel_in_beta") == "beta",
              "the reused buffer's second name: got %r" % contexts.get("kernel_in_beta"))
 check.expect(contexts.get("kernel_in_assemble") == "assemble", "the registered string's range")
+check.expect(contexts.get("kernel_in_comm_init") == "commInit" and
+             contexts.get("kernel_in_payload_range") == "comm parameters",
+             "kernels in the payload extension's ranges: got %r, %r"
+             % (contexts.get("kernel_in_comm_init"), contexts.get("kernel_in_payload_range")))
 metadata = trace.metadata
 check.expect(metadata.get("nvtx-unbalanced-pops") == 1, "nvtx-unbalanced-pops 1")
 check.expect(metadata.get("nvtx-ranges-ended-on-another-thread") == 1,
@@ -101,8 +112,10 @@ check.expect(status == 0, "the unlinked program through ferret-run: %s" % stderr
 if check.expect(os.path.exists(unlinked), "ferret-run wrote %s" % unlinked):
     again = ChromeTrace(unlinked)
     check.expect(len(again.regions("inner", "nvtx")) == 1 and
-                 len(again.regions("assemble", "nvtx:Solver/phases")) == 3,
-                 "through NVTX_INJECTION64_PATH, the same ranges")
+                 len(again.regions("assemble", "nvtx:Solver/phases")) == 3 and
+                 len(again.regions("commInit", "nvtx:Comms")) == 1 and
+                 again.metadata.get("unfinished-regions") == 2,
+                 "through NVTX_INJECTION64_PATH, the same ranges, the payload extension's too")
 status, _, stderr = run([options.unlinked], {"FERRET_OUTPUT": os.path.join(options.work, "off.json"),
                                              "NVTX_INJECTION64_PATH": options.nvtx_library})
 check.expect(status == 0 and stderr == "" and not os.path.exists(os.path.join(options.work, "off.json")),

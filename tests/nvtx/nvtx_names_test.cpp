@@ -84,6 +84,26 @@ TEST_CASE("domains, categories and registered strings") {
         names.ascii("gr\xc3\xb6\xc3\x9f" "e", solver->label()));
 }
 
+TEST_CASE("payload schemas: static ids kept, dynamic ids made, names found beyond the lock-free slots") {
+  name_table names{fake_runtime::intern};
+  ferret::nvtx::domain* comms = names.create_domain("Comms");
+  const std::uint64_t static_id = (std::uint64_t{1} << 24) + 7;
+  CHECK(comms->register_schema(static_id, "comm parameters") == static_id);
+  CHECK(std::string{comms->schema_name(static_id)} == "comm parameters");
+  const std::uint64_t first = comms->register_schema(0, "first dynamic");
+  const std::uint64_t second = comms->register_schema(0, nullptr);
+  CHECK(first >= std::uint64_t{1} << 32);
+  CHECK(second == first + 1);
+  CHECK(std::string{comms->schema_name(first)} == "first dynamic");
+  CHECK(comms->schema_name(second) == nullptr);  // unnamed
+  CHECK(comms->schema_name(12345) == nullptr);   // unknown
+  CHECK(comms->schema_name(0) == nullptr);
+  for (std::uint64_t i = 0; i < 100; ++i) comms->register_schema(static_id + 100 + i, ("schema " + std::to_string(i)).c_str());
+  CHECK(std::string{comms->schema_name(static_id + 100 + 99)} == "schema 99");
+  CHECK(std::string{comms->schema_name(static_id + 100)} == "schema 0");
+  CHECK(names.default_domain().schema_name(static_id) == nullptr);  // per domain
+}
+
 TEST_CASE("hashing reads every byte, whatever the length") {
   std::string text;
   for (int length = 0; length < 40; ++length) {

@@ -2,7 +2,10 @@
 // without a GPU: synthetic launches stand in for kernels. check_outputs.py
 // runs it once into every backend and checks what each output shows.
 #include <nvtx3/nvToolsExt.h>
+#include <nvtx3/nvToolsExtPayload.h>
 
+#include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <thread>
@@ -78,6 +81,48 @@ int main() {
   residual.payload.llValue = 42;
   nvtxDomainMarkEx(solver, &residual);
   nvtxMarkA("checkpoint");
+
+  // NVTX's payload extension, as NCCL 2.28 uses it: a range pushed with the
+  // core call and popped with nvtxRangePopPayload (ncclCommInitRank's).
+  struct comm_parameters {
+    std::uint64_t hash;
+    std::int32_t ranks;
+  };
+  nvtxPayloadSchemaEntry_t entries[2] = {};
+  entries[0].type = NVTX_PAYLOAD_ENTRY_TYPE_UINT64;
+  entries[0].name = "hash";
+  entries[0].offset = offsetof(comm_parameters, hash);
+  entries[1].type = NVTX_PAYLOAD_ENTRY_TYPE_INT32;
+  entries[1].name = "ranks";
+  entries[1].offset = offsetof(comm_parameters, ranks);
+  nvtxPayloadSchemaAttr_t schema{};
+  schema.fieldMask = NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_NAME | NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_TYPE |
+                     NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_ENTRIES | NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_NUM_ENTRIES |
+                     NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_STATIC_SIZE | NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_SCHEMA_ID;
+  schema.name = "comm parameters";
+  schema.type = NVTX_PAYLOAD_SCHEMA_TYPE_STATIC;
+  schema.entries = entries;
+  schema.numEntries = 2;
+  schema.payloadStaticSize = sizeof(comm_parameters);
+  schema.schemaId = NVTX_PAYLOAD_SCHEMA_ID_STATIC_START + 7;
+  nvtxDomainHandle_t comms = nvtxDomainCreateA("Comms");
+  const std::uint64_t registered = nvtxPayloadSchemaRegister(comms, &schema);
+  expect(registered == 0 || registered == schema.schemaId, "a static schema registered under its own id");
+  nvtxEventAttributes_t init = attributes();
+  init.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
+  init.message.registered = nvtxDomainRegisterStringA(comms, "commInit");
+  nvtxDomainRangePushEx(comms, &init);
+  synthetic_launch("kernel_in_comm_init");
+  const comm_parameters parameters{0x6fc5c2d6dfbad2edu, 2};
+  const nvtxPayloadData_t payload{schema.schemaId, sizeof parameters, &parameters};
+  nvtxRangePopPayload(comms, &payload, 1);
+  // Ranges and marks that carry only a payload: named by its schema.
+  nvtxRangePushPayload(comms, &payload, 1);
+  synthetic_launch("kernel_in_payload_range");
+  nvtxRangePopPayload(comms, &payload, 1);
+  nvtxMarkPayload(comms, &payload, 1);
+  const nvtxRangeId_t exchange = nvtxRangeStartPayload(comms, &payload, 1);
+  nvtxRangeEndPayload(comms, exchange, &payload, 1);
 
   // Start/end ranges: on one thread, and ended by another thread.
   const nvtxRangeId_t io = nvtxRangeStartA("io");

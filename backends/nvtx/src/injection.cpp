@@ -18,13 +18,18 @@
 //               count it, and is counted here (nvtx-ranges-ended-on-another-thread).
 // marks:        marks. Payloads (numbers): a counter sample of the same name.
 // categories:   part of the domain label ("nvtx:NCCL/collectives").
-// not recorded: colours, resource names (CUDA/OpenCL objects), the sync and
-//               payload-schema extensions.
+// payload extension (nvToolsExtPayload.h): its push/pop, start/end and marks
+//               as above, named by the payload's schema; the payload's bytes
+//               are not recorded. NCCL 2.28 ends the ranges of calls that carry
+//               parameters (ncclCommInitRank...) with nvtxRangePopPayload.
+// not recorded: colours, resource names (CUDA/OpenCL objects), the sync,
+//               counters and memory extensions.
 // CUPTI has NVTX callbacks of its own, but only when NVTX_INJECTION64_PATH names
 // libcupti; with ferret's library there, CUPTI sees no NVTX and nothing is
 // recorded twice.
 #define NVTX_NO_IMPL
 #include <nvtx3/nvToolsExt.h>
+#include <nvtx3/nvToolsExtPayload.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -49,6 +54,10 @@ const site* intern_in_runtime(std::string_view name, const char* label) {
 // NVTX calls outlive static destruction.
 name_table* g_names = nullptr;
 name_table& names() { return *g_names; }
+void make_names() {
+  static name_table* const table = new name_table{intern_in_runtime};
+  g_names = table;
+}
 
 domain* domain_of(nvtxDomainHandle_t handle) {
   return handle != nullptr ? reinterpret_cast<domain*>(handle) : &names().default_domain();
@@ -321,6 +330,70 @@ nvtxDomainHandle_t NVTX_API domain_create_w(const wchar_t* name) {
 }
 // Domains stay: records already written name them.
 void NVTX_API domain_destroy(nvtxDomainHandle_t) {}
+
+// The payload extension's calls. A range or mark that carries only a payload
+// is named by its first payload's schema.
+const site* payload_site(domain& owner, const nvtxPayloadData_t* data, std::size_t count) {
+  const char* schema = data != nullptr && count > 0 ? owner.schema_name(data[0].schemaId) : nullptr;
+  return names().ascii(schema != nullptr ? schema : "(payload)", owner.label());
+}
+std::uint64_t NVTX_API payload_schema_register(nvtxDomainHandle_t handle, const nvtxPayloadSchemaAttr_t* attributes) {
+  return guarded([&] {
+    if (attributes == nullptr) return std::uint64_t{0};
+    const std::uint64_t fields = attributes->fieldMask;
+    return domain_of(handle)->register_schema(
+        (fields & NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_SCHEMA_ID) != 0 ? attributes->schemaId : 0,
+        (fields & NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_NAME) != 0 ? attributes->name : nullptr);
+  }, std::uint64_t{0});
+}
+std::uint64_t NVTX_API payload_enum_register(nvtxDomainHandle_t handle, const nvtxPayloadEnumAttr_t* attributes) {
+  return guarded([&] {
+    if (attributes == nullptr) return std::uint64_t{0};
+    const bool has_id = (attributes->fieldMask & NVTX_PAYLOAD_ENUM_ATTR_FIELD_SCHEMA_ID) != 0;
+    return domain_of(handle)->register_schema(has_id ? attributes->schemaId : 0, nullptr);
+  }, std::uint64_t{0});
+}
+void NVTX_API mark_payload(nvtxDomainHandle_t handle, const nvtxPayloadData_t* data, std::size_t count) {
+  guarded([&] { mark(payload_site(*domain_of(handle), data, count), nullptr); return 0; }, 0);
+}
+int NVTX_API range_push_payload(nvtxDomainHandle_t handle, const nvtxPayloadData_t* data, std::size_t count) {
+  return guarded([&] {
+    domain& owner = *domain_of(handle);
+    return push(owner, payload_site(owner, data, count), nullptr);
+  }, -1);
+}
+int NVTX_API range_pop_payload(nvtxDomainHandle_t handle, const nvtxPayloadData_t*, std::size_t) {
+  return guarded([&] { return pop(*domain_of(handle)); }, -1);
+}
+nvtxRangeId_t NVTX_API range_start_payload(nvtxDomainHandle_t handle, const nvtxPayloadData_t* data,
+                                           std::size_t count) {
+  return guarded([&] { return start(payload_site(*domain_of(handle), data, count), nullptr); }, nvtxRangeId_t{0});
+}
+void NVTX_API range_end_payload(nvtxDomainHandle_t, nvtxRangeId_t id, const nvtxPayloadData_t*, std::size_t) {
+  guarded([&] { end(id); return 0; }, 0);
+}
+std::uint8_t NVTX_API domain_is_enabled(nvtxDomainHandle_t) { return 1; }
+
+// The payload extension's module (id 2), compatible versions 1.x: NCCL 2.28
+// bundles 1.3, CUDA 13 has 1.4, with the same slots for these calls.
+bool attach_payload_extension(nvtxExtModuleInfo_t* module) {
+  if (module == nullptr || module->moduleId != NVTX_EXT_PAYLOAD_MODULEID || (module->compatId >> 8) != 1 ||
+      module->segmentsCount < 1 || module->segments == nullptr || module->segments[0].functionSlots == nullptr)
+    return false;
+  nvtxExtModuleSegment_t& slots = module->segments[0];
+  const auto set = [&](std::size_t id, auto function) {
+    if (id < slots.slotCount) slots.functionSlots[id] = reinterpret_cast<intptr_t>(function);
+  };
+  set(NVTX3EXT_CBID_nvtxPayloadSchemaRegister, payload_schema_register);
+  set(NVTX3EXT_CBID_nvtxPayloadEnumRegister, payload_enum_register);
+  set(NVTX3EXT_CBID_nvtxMarkPayload, mark_payload);
+  set(NVTX3EXT_CBID_nvtxRangePushPayload, range_push_payload);
+  set(NVTX3EXT_CBID_nvtxRangePopPayload, range_pop_payload);
+  set(NVTX3EXT_CBID_nvtxRangeStartPayload, range_start_payload);
+  set(NVTX3EXT_CBID_nvtxRangeEndPayload, range_end_payload);
+  set(NVTX3EXT_CBID_nvtxDomainIsEnabled, domain_is_enabled);
+  return true;
+}
 void NVTX_API initialize(const void*) {}
 
 template <class F>
@@ -388,9 +461,7 @@ bool attach(NvtxGetExportTableFunc_t get_export_table) {
 extern "C" FERRET_EXPORT int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_export_table) {
   try {
     if (!ferret::runtime::session_active()) return 0;
-    static ferret::nvtx::name_table* const table =
-        new ferret::nvtx::name_table{ferret::nvtx::intern_in_runtime};
-    ferret::nvtx::g_names = table;
+    ferret::nvtx::make_names();
     if (!ferret::nvtx::attach(get_export_table)) {
       ferret::runtime::print_message("NVTX's export table is not the one ferret knows; NVTX ranges are not recorded");
       return 0;
@@ -398,6 +469,18 @@ extern "C" FERRET_EXPORT int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t g
     static const bool counted = ferret::runtime::register_collector(&ferret::nvtx::tally());
     static_cast<void>(counted);
     return 1;
+  } catch (...) {
+    return 0;
+  }
+}
+
+// The same, once per NVTX instance and extension module at the module's first
+// call; 0 leaves a module's calls as no-ops (the extensions ferret does not record).
+extern "C" FERRET_EXPORT int InitializeInjectionNvtxExtension(nvtxExtModuleInfo_t* module) {
+  try {
+    if (!ferret::runtime::session_active()) return 0;
+    ferret::nvtx::make_names();
+    return ferret::nvtx::attach_payload_extension(module) ? 1 : 0;
   } catch (...) {
     return 0;
   }

@@ -122,6 +122,34 @@ const char* domain::make_category_label(std::uint32_t category, std::string_view
   return made.c_str();
 }
 
+std::uint64_t domain::register_schema(std::uint64_t requested, const char* name) {
+  std::lock_guard lock{mutex_};
+  const std::uint64_t id = requested != 0 ? requested : next_dynamic_schema_++;
+  if (name == nullptr || *name == '\0') return id;
+  const char* kept = labels_.emplace_back(name).c_str();
+  if (schema_count_ < direct_schemas) {
+    schema_slot& slot = schemas_[schema_count_++];
+    slot.name = kept;
+    slot.id.store(id, std::memory_order_release);
+  } else {
+    other_schemas_[id] = kept;
+  }
+  return id;
+}
+
+const char* domain::schema_name(std::uint64_t id) {
+  if (id == 0) return nullptr;
+  // A schema registered again (another NVTX instance) keeps its first name.
+  for (const schema_slot& slot : schemas_) {
+    const std::uint64_t known = slot.id.load(std::memory_order_acquire);
+    if (known == 0) return nullptr;
+    if (known == id) return slot.name;
+  }
+  std::lock_guard lock{mutex_};
+  const auto it = other_schemas_.find(id);
+  return it != other_schemas_.end() ? it->second : nullptr;
+}
+
 // ---------------------------------------------------------------------------
 // Names
 

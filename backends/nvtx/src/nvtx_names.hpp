@@ -45,6 +45,13 @@ class domain {
   const char* category_label(std::uint32_t category);
   void name_category(std::uint32_t category, std::string_view name);
 
+  // Payload schemas and enums of NVTX's payload extension. A schema's name
+  // names the ranges and marks that carry only a payload. Returns the id:
+  // `requested` when not 0 (a static id), else a new dynamic one.
+  std::uint64_t register_schema(std::uint64_t requested, const char* name);
+  // nullptr when unknown or unnamed; lock-free for the first schemas.
+  const char* schema_name(std::uint64_t id);
+
  private:
   static constexpr std::uint32_t direct_categories = 64;
   const char* make_category_label(std::uint32_t category, std::string_view name);
@@ -54,6 +61,16 @@ class domain {
   std::mutex mutex_;
   std::unordered_map<std::uint32_t, const char*> other_;
   std::deque<std::string> labels_;  // stable storage for the labels handed out
+
+  struct schema_slot {
+    std::atomic<std::uint64_t> id{0};  // written last: 0 until the name is there
+    const char* name = nullptr;
+  };
+  static constexpr std::size_t direct_schemas = 64;
+  schema_slot schemas_[direct_schemas];
+  std::size_t schema_count_ = 0;  // under mutex_
+  std::unordered_map<std::uint64_t, const char*> other_schemas_;
+  std::uint64_t next_dynamic_schema_ = std::uint64_t{1} << 32;  // NVTX_PAYLOAD_SCHEMA_ID_DYNAMIC_START
 };
 
 // An immutable string registered in a domain: its name per label is cached.
