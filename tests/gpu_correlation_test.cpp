@@ -173,9 +173,10 @@ TEST_CASE("copies name their data objects, also ones released before the drain")
   const std::uint64_t a = ferret::register_data_object("A", host, sizeof host);
   const std::uint64_t b = ferret::register_data_object("B", device, sizeof device,
                                                        ferret::memory_kind::device, 0);
-  CHECK(ferret::runtime::find_data_object_id(host + 100) == a);
-  CHECK(ferret::runtime::find_data_object_id(device) == b);
-  CHECK(ferret::runtime::find_data_object_id(host + sizeof host) == 0);
+  CHECK(ferret::runtime::find_data_object_ref(host + 100).id == a);
+  CHECK(ferret::runtime::find_data_object_ref(device).id == b);
+  CHECK(ferret::runtime::find_data_object_ref(device).memory == ferret::runtime::memory_kind::device);
+  CHECK(ferret::runtime::find_data_object_ref(host + sizeof host).id == 0);
   api_call("cudaMemcpy", 200);
   ferret::unregister_data_object(b);  // released before the operation is delivered
   gpu_activity copy = kernel(200, monotonic_raw_ns());

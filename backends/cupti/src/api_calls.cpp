@@ -253,16 +253,16 @@ void api_calls::enter_work_call(CUpti_CallbackDomain domain, CUpti_CallbackId id
     }
   if (!names_objects(kind.handling)) return;
   const call_addresses addresses = addresses_of(domain, kind.handling, call.functionParams);
-  const auto destination = runtime::find_data_object(addresses.destination);
-  const auto source = addresses.source != nullptr ? runtime::find_data_object(addresses.source)
-                                                  : std::nullopt;
-  if (destination || source) {
-    const auto on_device = [](const auto& object) {
-      return object && object->memory == runtime::memory_kind::device;
+  const runtime::data_object_ref destination = runtime::find_data_object_ref(addresses.destination);
+  const runtime::data_object_ref source =
+      addresses.source != nullptr ? runtime::find_data_object_ref(addresses.source) : runtime::data_object_ref{};
+  if (destination.id != 0 || source.id != 0) {
+    const auto on_device = [](const runtime::data_object_ref& object) {
+      return object.id != 0 && object.memory == runtime::memory_kind::device;
     };
     std::lock_guard lock{calls_mutex_};
     objects_by_call_[call.correlationId] = {
-        source ? source->id : 0, destination ? destination->id : 0, cycle_,
+        source.id, destination.id, cycle_,
         reinterpret_cast<std::uintptr_t>(addresses.source),
         reinterpret_cast<std::uintptr_t>(addresses.destination),
         on_device(source) && on_device(destination)};

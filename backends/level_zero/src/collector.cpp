@@ -402,8 +402,8 @@ void level_zero_collector::enter(Params* params) {
       source = *params->psrcptr;
       destination = *params->pdstptr;
     }
-    const std::uint64_t source_object = runtime::find_data_object_id(source);
-    const std::uint64_t destination_object = runtime::find_data_object_id(destination);
+    const std::uint64_t source_object = runtime::find_data_object_ref(source).id;
+    const std::uint64_t destination_object = runtime::find_data_object_ref(destination).id;
     std::lock_guard lock{state_mutex_};
     operation* copy = prepare(*params->phCommandList, params->phSignalEvent, gpu_operation::memcpy);
     if (copy == nullptr) return;
@@ -422,7 +422,7 @@ void level_zero_collector::enter(Params* params) {
     activity.destination_device = memory_end(copy->context, destination, &ignored);
     activity.copy = copy_direction(activity.source_device, activity.destination_device);
   } else if constexpr (kind.what == handling::fill) {
-    const std::uint64_t object = runtime::find_data_object_id(*params->pptr);
+    const std::uint64_t object = runtime::find_data_object_ref(*params->pptr).id;
     std::lock_guard lock{state_mutex_};
     operation* fill = prepare(*params->phCommandList, params->phSignalEvent, gpu_operation::memset);
     if (fill == nullptr) return;

@@ -760,8 +760,8 @@ void openmp_collector::data_op_ended(ompt_target_data_op_t optype, const open_re
   activity.launch.correlation = correlation_of(op_id);
   const bool forwarded = forward_data_ops(static_cast<int>(activity.device));
   if (activity.operation == runtime::gpu_operation::memcpy) {
-    activity.source_object_id = runtime::find_data_object_id(source);
-    activity.destination_object_id = runtime::find_data_object_id(destination);
+    activity.source_object_id = runtime::find_data_object_ref(source).id;
+    activity.destination_object_id = runtime::find_data_object_ref(destination).id;
     activity.source_address = reinterpret_cast<std::uintptr_t>(source);
     activity.destination_address = reinterpret_cast<std::uintptr_t>(destination);
   } else if (activity.operation == runtime::gpu_operation::allocation && forwarded &&

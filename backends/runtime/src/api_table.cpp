@@ -126,11 +126,11 @@ std::optional<data_object_info> find_data_object(const void* address) {
 
 std::vector<std::string> available_backends() { return internal::available_backends(); }
 
-std::uint64_t find_data_object_id(const void* address) noexcept {
+data_object_ref find_data_object_ref(const void* address) noexcept {
   try {
-    return internal::rt().find_object_id(address);
+    return internal::rt().find_object_ref(address);
   } catch (...) {
-    return 0;
+    return {};
   }
 }
 

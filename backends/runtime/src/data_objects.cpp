@@ -99,10 +99,10 @@ std::optional<data_object_info> runtime_state::find_object(const void* address) 
   return std::nullopt;
 }
 
-std::uint64_t runtime_state::find_object_id(const void* address) {
+data_object_ref runtime_state::find_object_ref(const void* address) {
   std::shared_lock lock{objects_mutex_};
   const data_object_info* found = objects_.find(reinterpret_cast<std::uintptr_t>(address));
-  return found != nullptr ? found->id : 0;
+  return found != nullptr ? data_object_ref{found->id, found->memory} : data_object_ref{};
 }
 
 }  // namespace ferret::runtime::internal

@@ -288,7 +288,7 @@ class runtime_state {
   void unregister_object(std::uint64_t id);
   void unregister_object_at(const void* address);
   std::optional<data_object_info> find_object(const void* address);
-  std::uint64_t find_object_id(const void* address);
+  data_object_ref find_object_ref(const void* address);
   std::uint64_t clock_reading() noexcept;
   std::uint64_t register_allocation(std::string_view api, std::uint64_t correlation,
                                     const void* address, std::size_t bytes, memory_kind memory,

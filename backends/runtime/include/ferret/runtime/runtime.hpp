@@ -16,9 +16,14 @@ namespace ferret::runtime {
 /// attributing transfers to the arrays they move.
 FERRET_EXPORT std::optional<data_object_info> find_data_object(const void* address);
 
-/// The id of the innermost live data object containing `address`, 0 if none.
+/// What collectors' API callbacks need of a data object: its id and memory.
+struct data_object_ref {
+  std::uint64_t id = 0;  // 0: no data object there
+  memory_kind memory = memory_kind::host;
+};
+/// The innermost live data object containing `address` (id 0 if none).
 /// Allocates nothing: for collectors' API callbacks.
-FERRET_EXPORT std::uint64_t find_data_object_id(const void* address) noexcept;
+FERRET_EXPORT data_object_ref find_data_object_ref(const void* address) noexcept;
 
 /// Backends that FERRET_BACKEND may name: registered ones and the
 /// libferret_<name>.so libraries installed beside the runtime.
