@@ -141,17 +141,19 @@ mpi_process_group* g_group = nullptr;
 
 // This rank's clock minus rank 0's, and when (on this rank's clock), from the
 // round trip with rank 0 that took the least time: the midpoint of that round
-// trip on this rank is taken to be rank 0's reading (as Score-P does). The
-// ranks take turns; rank 0 answers each of them.
+// trip on this rank is taken to be rank 0's reading (as Score-P does), so the
+// estimate is off by at most half that round trip. The ranks take turns;
+// rank 0 answers each of them.
 struct clock_offset {
   std::int64_t local_ns;
   std::int64_t offset_ns;
+  std::int64_t round_trip_ns;  // 0 on rank 0
 };
 
 clock_offset measure_clock_offset(MPI_Comm communicator, int rank, int size) {
   constexpr int round_trips = 16;
   constexpr int ask = 1, answer = 2;
-  clock_offset best{ferret::runtime::monotonic_raw_ns(), 0};
+  clock_offset best{ferret::runtime::monotonic_raw_ns(), 0, 0};
   std::int64_t best_round_trip = INT64_MAX;
   for (int peer = 1; peer < size; ++peer) {
     for (int round = 0; round < round_trips; ++round) {
@@ -171,6 +173,7 @@ clock_offset measure_clock_offset(MPI_Comm communicator, int rank, int size) {
           best_round_trip = received - sent;
           best.local_ns = sent + (received - sent) / 2;
           best.offset_ns = best.local_ns - root_time;
+          best.round_trip_ns = best_round_trip;
         }
       }
     }
@@ -218,6 +221,7 @@ void publish_clock_offset(MPI_Comm communicator, int rank, int size, const char*
   ferret::set_metadata(prefix + "-local-ns", measured.local_ns);
   ferret::set_metadata(prefix + "-offset-ns", shared ? own_shift - root_clock[1] : measured.offset_ns);
   ferret::set_metadata(prefix + "-measured-offset-ns", measured.offset_ns);
+  ferret::set_metadata(prefix + "-round-trip-ns", measured.round_trip_ns);
   ferret::set_metadata("mpi-clock-shared-with-rank-0", shared ? 1 : 0);
 }
 
