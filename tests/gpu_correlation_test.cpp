@@ -3,6 +3,7 @@
 // what the runtime made of them (launching thread and calling context, data
 // objects, names of tracked allocations, clock, counts).
 #include <doctest/doctest.h>
+#include <pthread.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -10,6 +11,7 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "ferret/ferret.hpp"
@@ -130,6 +132,33 @@ TEST_CASE("a GPU operation gets the launching thread, time and calling context")
   CHECK(std::count_if(records.begin(), records.end(),
                       [](const auto& r) { return r.name == "cudaLaunchKernel"; }) == 2);
   CHECK(metadata_count(c, "fake-records-dropped") == 3);
+}
+
+TEST_CASE("work a named thread launches outside every region has the thread as its context") {
+  fake_collector& source = collector();
+  memory_backend::clear();
+  const std::int64_t before = monotonic_raw_ns();
+  std::thread{[] {
+    pthread_setname_np(pthread_self(), "pt_autograd_0");
+    api_call("cudaLaunchKernel", 51);  // outside every region: the thread
+    ferret::region step{"step"};
+    api_call("cudaLaunchKernel", 52);  // in a region: the region, as on any thread
+  }}.join();
+  std::thread{[] { api_call("cudaLaunchKernel", 53); }}.join();  // unnamed: no context
+  api_call("cudaLaunchKernel", 54);  // the main thread outside every region
+  for (std::uint64_t correlation = 51; correlation <= 54; ++correlation)
+    source.queued.push_back(kernel(correlation, before + 5000));
+  ferret::flush();
+
+  const capture c = memory_backend::snapshot();
+  const auto context_of = [&](std::uint64_t correlation) {
+    const auto* op = find(c, correlation);
+    return op != nullptr ? op->context : std::string{"(missing)"};
+  };
+  CHECK(context_of(51) == "(thread pt_autograd_0)/cudaLaunchKernel");
+  CHECK(context_of(52) == "step/cudaLaunchKernel");
+  CHECK(context_of(53) == "cudaLaunchKernel");
+  CHECK(context_of(54) == "cudaLaunchKernel");
 }
 
 TEST_CASE("a launch drained earlier still matches operations that come later") {

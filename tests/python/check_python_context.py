@@ -90,7 +90,7 @@ def expected_paths(minor):
                                        frame("kernel_in_method", "Model.forward" if qualified else "forward")])],
         "kernel_in_thread": ["/".join(["[python] " + ("Thread._bootstrap" if qualified else "_bootstrap"),
                                        frame("kernel_in_thread", "worker")])],
-        "kernel_in_native_thread": [""],
+        "kernel_in_native_thread": ["(thread native_gpu_0)"],
     }
 
 
@@ -127,7 +127,7 @@ check.expect(trace.metadata.get("python-call-stacks-written", 0) >= 9,
              % trace.metadata.get("python-call-stacks-written"))
 step_path = expected_paths(minor)["kernel_released_gil"][0]
 check.expect(step_path in stderr, "the summary's GPU time by context shows %r" % step_path)
-check.expect("(no region)" in stderr, "the native thread's kernel under (no region)")
+check.expect("(thread native_gpu_0)" in stderr, "the native thread's kernel under (thread native_gpu_0)")
 if options.otf2_check:
     archive = os.path.join(output, "traces.otf2")
     passed, report = checked_by(options.otf2_check, archive)

@@ -98,7 +98,7 @@ bool runtime_state::drain_thread(session& s, thread_state& state) {
           // Not a record for the backends: it ties GPU work to this context.
           state.context = context;
           state.call_stack = call_stack;
-          s.launches.record(from[1].word, state.tid, s.clock.to_ns(raw), launch_context(s, state),
+          s.launches.record(from[1].word, state.tid, s.clock.to_ns(raw), launch_context(s, state, name),
                             s.cycle);
           call_stack = state.call_stack;
         } else if (kind == detail::kind_call_stack && from + 1 < to) {
@@ -156,14 +156,29 @@ bool runtime_state::drain_thread(session& s, thread_state& state) {
 // thread: the thread's regions, then the interpreted frames written inside the
 // call (Python), then the call itself. The frames are context for the GPU work
 // only: the thread's own context (its host regions) stays as it was.
-const context_node* runtime_state::launch_context(session& s, thread_state& state) {
+// Work that a named thread other than the main one launches outside every
+// region and frame has that thread as its context, "(thread pt_autograd_0)":
+// PyTorch's backward pass runs on such threads, with no Python frame there.
+const context_node* runtime_state::launch_context(session& s, thread_state& state,
+                                                  const std::string& thread_name) {
   const detail::call_stack* stack = std::exchange(state.call_stack, nullptr);
   const context_node* call = state.context;
-  if (stack == nullptr) return call;
   const bool in_call = call->parent != nullptr;
   const context_node* at = in_call ? call->parent : call;
-  for (std::uint32_t i = 0; i < stack->depth; ++i)
-    at = s.contexts.enter(at, name_of(s, stack->frames[i]));
+  const bool outside_everything = at == s.contexts.root() && (stack == nullptr || stack->depth == 0);
+  if (outside_everything && !state.is_main && !thread_name.empty()) {
+    if (state.thread_context == nullptr || state.thread_context_name != thread_name) {
+      const site* named = register_name("(thread " + thread_name + ")", "thread");
+      state.thread_context = s.contexts.enter(s.contexts.root(), name_of(s, named));
+      state.thread_context_name = thread_name;
+    }
+    at = state.thread_context;
+  } else if (stack == nullptr) {
+    return call;
+  } else {
+    for (std::uint32_t i = 0; i < stack->depth; ++i)
+      at = s.contexts.enter(at, name_of(s, stack->frames[i]));
+  }
   return in_call ? s.contexts.enter(at, call->name) : at;
 }
 

@@ -132,6 +132,10 @@ struct thread_state : thread_buffer {
   // The interpreted call stack written inside the open API call, for its
   // correlation (see launch_context).
   const detail::call_stack* call_stack = nullptr;
+  // The context "(thread <name>)" for work this thread launches outside every
+  // region, made for the name `thread_context_name`.
+  const context_node* thread_context = nullptr;
+  std::string thread_context_name;
 };
 
 // Trivially destructible, so still readable while the thread's TLS
@@ -324,7 +328,7 @@ class runtime_state {
   void deliver_gpu_activity(session& s);
   void deliver_communication(session& s);
   bool drain_thread(session& s, thread_state& state);
-  const context_node* launch_context(session& s, thread_state& state);
+  const context_node* launch_context(session& s, thread_state& state, const std::string& thread_name);
   const name_info* name_of(session& s, const site* record_site);
   void drainer_loop(session& s);
   void report(session& s);
