@@ -1,7 +1,7 @@
 """Reads the chrome trace and summary of torch_context.py traced by ferret-run
 and prints what share of the GPU time each kind of context explains, with the
-top contexts; fails when no kernel sits under a Python line of the script or
-under the "forward" NVTX range."""
+top contexts; fails when no kernel sits under a Python line of the script,
+under the "forward" NVTX range, or under autograd's thread."""
 import json
 import sys
 
@@ -30,6 +30,9 @@ print("torch context: %d kernels, %.1f ms of GPU time" % (len(kernels), total / 
 print("torch context: %.1f%% of GPU time under a Python line of torch_context.py, %.1f%% under an "
       "NVTX range (%.1f%% under 'forward'), %.1f%% without context"
       % (python_line, under_nvtx, nvtx_forward, share(lambda c: c == "(no region)")))
+# The backward pass runs on autograd's device thread, which PyTorch names.
+autograd = share(lambda c: c.startswith("(thread pt_autograd_"))
+print("torch context: %.1f%% of GPU time under autograd's thread, (thread pt_autograd_<device>)" % autograd)
 for context, spent in sorted(by_context.items(), key=lambda item: -item[1])[:8]:
     print("torch context:   %5.1f%%  %s" % (100.0 * spent / total, context))
 forward_line = "torch_context.py:%d train_step" % lines["forward"]
@@ -40,4 +43,5 @@ with open(summary_path) as f:
 in_summary = forward_line in summary
 print("torch context: %s: the summary's GPU time by context names %s"
       % ("ok" if in_summary else "FAILED", forward_line))
-sys.exit(0 if ok and in_summary else 1)
+print("torch context: %s: backward kernels under (thread pt_autograd_...)" % ("ok" if autograd > 0 else "FAILED"))
+sys.exit(0 if ok and in_summary and autograd > 0 else 1)
