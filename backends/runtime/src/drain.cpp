@@ -75,7 +75,7 @@ bool runtime_state::drain_thread(session& s, thread_state& state) {
     // Sized once for a whole chunk: the loop stores records without checks.
     s.scratch.resize(s.chunk_events);
     record* const records = s.scratch.data();
-    std::size_t count = 0;
+    record* out = records;
     if (past_signal_deadline()) {
       // A terminating signal's wait is running out: leave time to close the
       // outputs, and count what is not written.
@@ -108,9 +108,9 @@ bool runtime_state::drain_thread(session& s, thread_state& state) {
         from += 2;
         continue;
       }
-      const name_info* site_name = s.cached_name(record_site);
-      if (site_name == nullptr) site_name = name_of(s, record_site);
-      record& r = records[count++];
+      const auto& cached = s.cached_name(record_site);
+      const name_info* site_name = cached.first == record_site ? cached.second : name_of(s, record_site);
+      record& r = *out++;
       r.time_ns = newest.covers(raw) ? newest.to_ns(raw) : s.clock.to_ns(raw);
       r.name = site_name;
       r.value = 0.0;
@@ -133,9 +133,10 @@ bool runtime_state::drain_thread(session& s, thread_state& state) {
     }
     state.context = context;
     state.call_stack = call_stack;
+    const auto count = static_cast<std::size_t>(out - records);
     s.recorded += count;
     if (count > 0)
-      for (auto& out : s.backends) out->thread_records(thread, records, count);
+      for (auto& backend : s.backends) backend->thread_records(thread, records, count);
     if (current) {
       state.drained = published;
     } else {

@@ -213,9 +213,9 @@ struct session {
   std::pair<const site*, const name_info*> name_cache[name_cache_size] = {};
   std::vector<record> scratch;  // one chunk's records
   // The name of a site from the cache runtime_state::name_of fills, or nullptr.
-  const name_info* cached_name(const site* record_site) const noexcept {
-    const auto& cached = name_cache[(reinterpret_cast<std::uintptr_t>(record_site) >> 3) % name_cache_size];
-    return cached.first == record_site ? cached.second : nullptr;
+  // A hit's name is never nullptr (sites are never nullptr).
+  const std::pair<const site*, const name_info*>& cached_name(const site* record_site) const noexcept {
+    return name_cache[(reinterpret_cast<std::uintptr_t>(record_site) >> 3) % name_cache_size];
   }
   // GPU attribution (see gpu_attribution.hpp).
   std::uint64_t cycle = 0;
