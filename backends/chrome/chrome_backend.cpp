@@ -598,10 +598,15 @@ class chrome_backend final : public runtime::backend {
     stack.resize(match - 1);
   }
 
-  const block_text& complete_prefix_for(thread_state& thread, const name_info* name) {
+  // Inline: once per region; the first use of a name on a thread goes out of line.
+  __attribute__((always_inline)) const block_text& complete_prefix_for(thread_state& thread,
+                                                                       const name_info* name) {
+    const std::vector<complete_prefix>& prefixes = thread.complete_prefixes;
+    if (name->id < prefixes.size() && prefixes[name->id].source == name) return prefixes[name->id].text;
+    return make_complete_prefix(thread, name);
+  }
+  __attribute__((noinline)) const block_text& make_complete_prefix(thread_state& thread, const name_info* name) {
     std::vector<complete_prefix>& prefixes = thread.complete_prefixes;
-    if (name->id < prefixes.size() && prefixes[name->id].source == name)
-      return prefixes[name->id].text;
     const name_entry& entry = entry_for(name);
     if (name->id >= prefixes.size()) prefixes.resize(std::size_t{name->id} + 1);
     complete_prefix& prefix = prefixes[name->id];
