@@ -308,7 +308,6 @@ class chrome_backend final : public runtime::backend {
     if (count != 0) end_ns_ = std::max(end_ns_, records[count - 1].time_ns);  // in time order
     for (std::size_t i = 0; i < count; ++i) {
       const record& r = records[i];
-      if (r.name == nullptr) continue;  // nothing sensible to write
       switch (r.kind) {
         case record_kind::region_begin:
           if (state.stack.size() >= perfetto_max_depth) ++regions_too_deep_;

@@ -292,7 +292,6 @@ class otf2_backend final : public runtime::backend {
     const std::uint32_t id = thread_location(thread.tid, thread.is_main, thread.name);
     for (std::size_t i = 0; i < count && !failed_; ++i) {
       const record& r = records[i];
-      if (r.name == nullptr) continue;
       // An MPI event goes inside its call's region: after the region's Enter
       // (even at the same time), before whatever comes later.
       write_communication_before(id, r.time_ns, r.kind == record_kind::region_begin);

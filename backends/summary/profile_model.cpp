@@ -153,7 +153,6 @@ void profile_model::add_records(const runtime::thread_info& thread,
   std::vector<open_region>& stack = stacks_[thread.tid];
   for (std::size_t i = 0; i < count; ++i) {
     const runtime::record& r = records[i];
-    if (r.name == nullptr) continue;
     latest_ns_ = std::max(latest_ns_, r.time_ns);
     if (r.kind == runtime::record_kind::region_begin) {
       const std::uint32_t name = name_index(r.name);

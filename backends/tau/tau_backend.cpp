@@ -134,7 +134,6 @@ class tau_backend final : public runtime::backend {
     latest_ns_ = std::max(latest_ns_, records[count - 1].time_ns);
     for (std::size_t i = 0; i < count; ++i) {
       const record& r = records[i];
-      if (r.name == nullptr) continue;
       thread.now_ns = r.time_ns;
       // Regions first, and their common cases inline (thread_profile).
       if (r.kind == record_kind::region_begin) {

@@ -123,7 +123,7 @@ class thread_profile {
     return parent.last_region == region && top_ < cached_depth_limit_ ? parent.last_child : 0;
   }
   /// Opens `region` at node `node` from cached_child() now.
-  void enter(const runtime::name_info* region, std::uint32_t node) {
+  __attribute__((always_inline)) void enter(const runtime::name_info* region, std::uint32_t node) {
     if (top_ == last_frame_) grow_frames();
     frames_[++top_] = open_frame{region, now_ns, 0, node, 0};
     current_node_ = node;
@@ -131,7 +131,7 @@ class thread_profile {
   /// Opens `function` (called by `region`, which its end must match) now.
   void begin(const runtime::name_info* region, std::uint32_t function);
   /// Closes the innermost open region now.
-  void close_innermost() {
+  __attribute__((always_inline)) void close_innermost() {
     const open_frame& frame = frames_[top_];
     if (frame.node < folded && counters_ == 0) {
       const std::int64_t spent = now_ns - frame.begin_ns;

@@ -47,7 +47,7 @@ enum class record_kind : std::uint8_t { region_begin, region_end, mark, counter 
 struct record {
   std::int64_t time_ns;  // since the process start (session_info::start_monotonic_raw_ns)
   record_kind kind;
-  const name_info* name;
+  const name_info* name;  // never nullptr (the writers' inner loops rely on it)
   double value;  // counters only
 };
 
