@@ -532,6 +532,66 @@ TEST_CASE("a copy between devices staged through the host: each half names its d
   ferret::unregister_data_object(to);
 }
 
+// A CUDA graph replays copies under its cudaGraphLaunch's correlation id: the
+// objects come from the call that was captured into the node (CUPTI's resource
+// callback for the node comes inside that call), through the clone that
+// cudaGraphInstantiate makes.
+TEST_CASE("a copy replayed from a CUDA graph names the objects of the call captured into its node") {
+  api_calls calls{api_recording::work, {device_one, nullptr}};
+  static char source_block[4096];
+  static char destination_block[4096];
+  const std::uint64_t from = ferret::register_data_object(
+      "B", source_block, sizeof source_block, ferret::memory_kind::device, 0);
+  const std::uint64_t to = ferret::register_data_object(
+      "C", destination_block, sizeof destination_block, ferret::memory_kind::device, 0);
+  const call_site copy_call{CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020,
+                            "cudaMemcpyAsync_v3020"};
+  cudaMemcpyAsync_v3020_params params{destination_block, source_block, 1024, cudaMemcpyDeviceToDevice,
+                                      nullptr};
+  calls.graph_node_created(5);  // outside any copy call: nothing to take
+  enter(calls, copy_call, 90, &params);
+  calls.graph_node_created(6);  // captured: the node of this call
+  leave(calls, copy_call, 90, &params);
+  calls.graph_node_created(7);  // after the call: nothing
+  calls.graph_node_cloned(6, 60);
+  const auto replayed = [](std::uint64_t node) {
+    gpu_activity copy{};
+    copy.operation = ferret::runtime::gpu_operation::memcpy;
+    copy.copy = ferret::runtime::copy_kind::device_to_device;
+    copy.bytes = 1024;
+    copy.launch.correlation = 91;  // the graph launch's, which names no objects
+    copy.graph_node = node;
+    return copy;
+  };
+  std::vector<gpu_activity> batch{replayed(60), replayed(6), replayed(5), replayed(7), replayed(0)};
+  calls.name_objects(batch);
+  for (std::size_t i = 0; i < 2; ++i) {
+    CAPTURE(i);
+    CHECK(batch[i].source_object_id == from);
+    CHECK(batch[i].destination_object_id == to);
+    CHECK(batch[i].source_address == reinterpret_cast<std::uintptr_t>(source_block));
+  }
+  for (std::size_t i = 2; i < batch.size(); ++i) {
+    CAPTURE(i);
+    CHECK(batch[i].source_object_id == 0);
+    CHECK(batch[i].destination_object_id == 0);
+  }
+  // CUPTI reports a node destroyed when instantiation converts it, and its
+  // records keep its id: a node is forgotten only when unused for 1000 drains.
+  std::vector<gpu_activity> none;
+  for (int drain = 0; drain < 999; ++drain) calls.name_objects(none);
+  std::vector<gpu_activity> later{replayed(60)};
+  calls.name_objects(later);
+  CHECK(later[0].source_object_id == from);
+  for (int drain = 0; drain < 1101; ++drain) calls.name_objects(none);
+  std::vector<gpu_activity> after{replayed(60), replayed(6)};
+  calls.name_objects(after);
+  CHECK(after[0].source_object_id == 0);
+  CHECK(after[1].source_object_id == 0);
+  ferret::unregister_data_object(from);
+  ferret::unregister_data_object(to);
+}
+
 TEST_CASE("names of calls lose their version suffix, not their entry point") {
   CHECK(ferret::cupti::api_name("cudaLaunchKernel_v7000") == "cudaLaunchKernel");
   CHECK(ferret::cupti::api_name("cudaMemcpyAsync_ptsz_v7000") == "cudaMemcpyAsync_ptsz");

@@ -888,6 +888,62 @@ TEST_CASE("overlap: kernels of two streams on two tracks, at the same time") {
               static_cast<double>(overlap) / 1e6);
 }
 
+TEST_CASE("CUDA graphs: every replayed operation joined to its cudaGraphLaunch, inside replay") {
+  const program_run run = run_program("graphs", {program("gpu-test-graphs").string()}, traced());
+  REQUIRE(run.exit_code == 0);
+  const json expected = run.expected();
+  const auto replays = expected.at("replays").get<std::size_t>();
+  const auto bytes = expected.at("bytes").get<std::int64_t>();
+  const json trace = load_trace(run.trace());
+  const auto launch_of = check_common(trace, run.trace(), run.pid);
+  check_summary_basics(run, "gpu-test-graphs", trace, {"GPU time by calling context", "Kernels"});
+
+  const auto replay = host_regions(trace, run.pid, "replay");
+  REQUIRE(replay.size() == 1);
+  const auto graph_launches = host_regions(trace, run.pid, "cudaGraphLaunch");
+  CHECK(graph_launches.size() == replays);
+  // Capturing runs nothing: the only operation outside replay is the memset before it.
+  std::map<std::string, std::size_t> in_replay;
+  std::map<std::uint64_t, std::size_t> per_correlation;
+  for (const char* category : {"kernel", "memcpy", "memset"})
+    for (const json* op : gpu_operations(trace, category)) {
+      CAPTURE(describe(op));
+      const json& args = args_of(*op);
+      if (args.value("context", "") != "replay") {
+        CHECK(op->at("cat") == "memset");
+        CHECK(args.value("context", "") == "");
+        continue;
+      }
+      ++in_replay[op->at("name").get<std::string>()];
+      ++per_correlation[args.at("correlation").get<std::uint64_t>()];
+      CHECK(launched_by(*op, {"cudaGraphLaunch"}));
+      const std::int64_t launched = nanoseconds(launch_of.at(op)->at("ts"));
+      CHECK(std::any_of(graph_launches.begin(), graph_launches.end(),
+                        [&](const json* call) { return span_of(*call).contains({launched, launched}); }));
+      if (op->at("cat") == "memcpy") {
+        CHECK(args.at("kind") == "DtoD");
+        CHECK(args.at("bytes") == bytes);
+        CHECK(args.value("source object", "") == "B");
+        CHECK(args.value("destination object", "") == "C");
+      } else if (op->at("cat") == "memset") {
+        CHECK(args.at("bytes") == bytes);
+        CHECK(args.value("object", "") == "B");
+      }
+    }
+  CHECK(in_replay["scale(int, float*)"] == replays);
+  CHECK(in_replay["add(int, float const*, float*)"] == replays);
+  CHECK(in_replay["Memcpy DtoD"] == replays);
+  CHECK(in_replay["Memset"] == replays);
+  // CUPTI gives a replay's four operations their cudaGraphLaunch's correlation id.
+  CHECK(per_correlation.size() == replays);
+  for (const auto& [correlation, operations] : per_correlation) {
+    CAPTURE(correlation);
+    CHECK(operations == 4);
+  }
+  std::printf("graphs: %zu replays, %zu operations in replay, each joined to its cudaGraphLaunch\n",
+              replays, per_correlation.size() * 4);
+}
+
 TEST_CASE("clock alignment: every kernel lies inside the host region around its launch and sync") {
   const program_run run =
       run_program("clock-alignment", {program("gpu-test-clock-alignment").string()}, traced());

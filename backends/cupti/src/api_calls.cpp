@@ -17,6 +17,9 @@ using runtime::api_effect;
 
 // Runtime API calls open on this thread (initial-exec: no TLS resolver call per callback).
 FERRET_TLS_MODEL thread_local int t_runtime_depth = 0;
+// The copy or memset call open on this thread whose objects were kept (its
+// correlation id; 0: none): a graph node it makes while capturing gets them.
+FERRET_TLS_MODEL thread_local std::uint32_t t_open_object_call = 0;
 
 // The pointers a copy or memset call names, read from its parameters.
 struct call_addresses {
@@ -260,6 +263,7 @@ void api_calls::enter_work_call(CUpti_CallbackDomain domain, CUpti_CallbackId id
     const auto on_device = [](const runtime::data_object_ref& object) {
       return object.id != 0 && object.memory == runtime::memory_kind::device;
     };
+    t_open_object_call = call.correlationId;
     std::lock_guard lock{calls_mutex_};
     objects_by_call_[call.correlationId] = {
         source.id, destination.id, cycle_,
@@ -271,6 +275,7 @@ void api_calls::enter_work_call(CUpti_CallbackDomain domain, CUpti_CallbackId id
 
 void api_calls::leave(CUpti_CallbackDomain domain, CUpti_CallbackId id, const api_call& kind,
                       const CUpti_CallbackData& call) {
+  if (t_open_object_call == call.correlationId) t_open_object_call = 0;
   if (allocates(kind.handling) && succeeded(call)) {
     const allocation made = allocation_of(domain, id, call.functionParams);
     const bool on_device = kind.handling != call_handling::allocate_pinned;
@@ -324,9 +329,17 @@ void api_calls::name_objects(std::vector<runtime::gpu_activity>& activities) {
     if (activity.operation != runtime::gpu_operation::memcpy &&
         activity.operation != runtime::gpu_operation::memset)
       continue;
-    const auto it = objects_by_call_.find(static_cast<std::uint32_t>(activity.launch.correlation));
-    if (it == objects_by_call_.end()) continue;
-    const objects_of_call& objects = it->second;
+    const objects_of_call* found = nullptr;
+    if (const auto it = objects_by_call_.find(static_cast<std::uint32_t>(activity.launch.correlation));
+        it != objects_by_call_.end())
+      found = &it->second;
+    else if (const auto node = objects_by_graph_node_.find(activity.graph_node);
+             activity.graph_node != 0 && node != objects_by_graph_node_.end()) {
+      node->second.cycle = cycle_;
+      found = &node->second;
+    }
+    if (found == nullptr) continue;
+    const objects_of_call& objects = *found;
     const bool staged_to_host = objects.between_devices && activity.copy == runtime::copy_kind::device_to_host;
     const bool staged_from_host = objects.between_devices && activity.copy == runtime::copy_kind::host_to_device;
     if (!staged_from_host) {
@@ -341,6 +354,31 @@ void api_calls::name_objects(std::vector<runtime::gpu_activity>& activities) {
   // Calls whose records are in: a few drains later nothing refers to them.
   for (auto it = objects_by_call_.begin(); it != objects_by_call_.end();)
     it = cycle_ > it->second.cycle + 50 ? objects_by_call_.erase(it) : std::next(it);
+  // Graph nodes: CUPTI says a node is destroyed when cudaGraphInstantiate
+  // turns it into another, and its records still carry its id (seen on an
+  // H100): a node is forgotten when no record used it for 1000 drains.
+  if (cycle_ % 100 == 0)
+    for (auto it = objects_by_graph_node_.begin(); it != objects_by_graph_node_.end();)
+      it = cycle_ > it->second.cycle + 1000 ? objects_by_graph_node_.erase(it) : std::next(it);
+}
+
+void api_calls::graph_node_created(std::uint64_t node) {
+  if (t_open_object_call == 0) return;
+  std::lock_guard lock{calls_mutex_};
+  if (const auto it = objects_by_call_.find(t_open_object_call); it != objects_by_call_.end()) {
+    objects_of_call& kept = objects_by_graph_node_[node];
+    kept = it->second;
+    kept.cycle = cycle_;
+  }
+}
+
+void api_calls::graph_node_cloned(std::uint64_t original, std::uint64_t clone) {
+  std::lock_guard lock{calls_mutex_};
+  if (const auto it = objects_by_graph_node_.find(original); it != objects_by_graph_node_.end()) {
+    objects_of_call copied = it->second;
+    copied.cycle = cycle_;
+    objects_by_graph_node_[clone] = copied;
+  }
 }
 
 void api_calls::add_metadata(runtime::metadata_list& metadata) const {

@@ -60,8 +60,15 @@ class api_calls {
   void on_api(CUpti_CallbackDomain domain, CUpti_CallbackId id, const CUpti_CallbackData& call);
 
   /// Sets the data objects of the copies and memsets in `activities` from
-  /// their calls (matched by correlation id); forgets calls a few drains old.
+  /// their calls (matched by correlation id), or for those replayed from a CUDA
+  /// graph from the call that captured their node; forgets calls a few drains old.
   void name_objects(std::vector<runtime::gpu_activity>& activities);
+
+  /// CUDA graph nodes (CUPTI's resource callbacks): a copy or memset node made
+  /// while its stream was captured takes the objects of the call that made it,
+  /// on this thread; an instantiated graph's clone takes its original's.
+  void graph_node_created(std::uint64_t node);
+  void graph_node_cloned(std::uint64_t original, std::uint64_t clone);
 
   /// "cuda-api" (the recording in effect) and "cuda-api-unrecorded:<call>" for
   /// every call counted so far.
@@ -110,6 +117,8 @@ class api_calls {
   };
   std::mutex calls_mutex_;
   std::unordered_map<std::uint32_t, objects_of_call> objects_by_call_;
+  // Graph nodes' objects, kept while records use them (replays may come at any time).
+  std::unordered_map<std::uint64_t, objects_of_call> objects_by_graph_node_;
   std::uint64_t cycle_ = 0;  // name_objects() calls so far
 };
 

@@ -100,6 +100,7 @@ class cuda_collector final : public runtime::collector {
     if (calls_ != nullptr) calls_->on_api(domain, id, call);
   }
   void on_resource(CUpti_CallbackId id, const CUpti_ResourceData& resource);
+  void on_graph_node(CUpti_CallbackId id, const CUpti_GraphData& graph);
   void buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records);
   void buffer_completed(CUcontext context, uint32_t stream, uint8_t* buffer, size_t size,
                         size_t valid_size);
@@ -235,6 +236,9 @@ void cuda_collector::subscribe() {
   cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED);
   cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE,
                       CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
+  // CUDA graphs: which data objects a replayed copy or memset touches.
+  for (const CUpti_CallbackId id : {CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED})
+    cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, id);
   active_.store(true);
   runtime::register_collector(this);
 }
@@ -281,6 +285,10 @@ void cuda_collector::on_resource(CUpti_CallbackId id, const CUpti_ResourceData& 
     force_flush();  // the context's records, before it goes
     return;
   }
+  if (id == CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED || id == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED) {
+    on_graph_node(id, *static_cast<const CUpti_GraphData*>(resource.resourceDescriptor));
+    return;
+  }
   std::uint32_t device = 0;
   std::uint32_t context = 0;
   if (id != CUPTI_CBID_RESOURCE_CONTEXT_CREATED ||
@@ -292,6 +300,21 @@ void cuda_collector::on_resource(CUpti_CallbackId id, const CUpti_ResourceData& 
     decoder_.add_context({context, device});
   }
   describe_device(device);
+}
+
+void cuda_collector::on_graph_node(CUpti_CallbackId id, const CUpti_GraphData& graph) {
+  std::uint64_t node = 0;
+  if (calls_ == nullptr || graph.node == nullptr || cuptiGetGraphNodeId(graph.node, &node) != CUPTI_SUCCESS)
+    return;
+  if (id == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED) {
+    std::uint64_t original = 0;
+    if (graph.originalNode != nullptr && cuptiGetGraphNodeId(graph.originalNode, &original) == CUPTI_SUCCESS)
+      calls_->graph_node_cloned(original, node);
+  } else {
+    // CUPTI 13.0 leaves nodeType 0 here (seen on an H100): the node a copy or
+    // memset call makes while capturing is known by the call it comes in.
+    calls_->graph_node_created(node);
+  }
 }
 
 void cuda_collector::describe_device(std::uint32_t device) {

@@ -42,7 +42,7 @@ constexpr field field_at(std::size_t offset) {
 
 /// Fields that kernels, copies and memsets share.
 struct device_work {
-  field start, end, device, context, stream, correlation;
+  field start, end, device, context, stream, correlation, graph_node;
 };
 
 template <class Record>
@@ -54,6 +54,7 @@ constexpr device_work device_work_of() {
   fields.context = FERRET_RECORD_FIELD(Record, contextId);
   fields.stream = FERRET_RECORD_FIELD(Record, streamId);
   fields.correlation = FERRET_RECORD_FIELD(Record, correlationId);
+  fields.graph_node = FERRET_RECORD_FIELD(Record, graphNodeId);
   return fields;
 }
 
@@ -397,6 +398,7 @@ runtime::gpu_activity& begin_activity(const unsigned char* record, const layout:
   activity.device = read<std::uint32_t>(record, work.device);
   activity.stream = stream_or_none(read<std::uint32_t>(record, work.stream));
   activity.launch.correlation = read<std::uint32_t>(record, work.correlation);
+  activity.graph_node = read<std::uint64_t>(record, work.graph_node);
   return activity;
 }
 

@@ -216,6 +216,8 @@ struct gpu_activity {
   // a data object an operation touched.
   std::uintptr_t source_address;
   std::uintptr_t destination_address;
+  // Kernels, copies, memsets replayed from a CUDA graph: the graph node (0: none).
+  std::uint64_t graph_node;
 };
 
 // ---------------------------------------------------------------------------
