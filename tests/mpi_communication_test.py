@@ -36,6 +36,9 @@ import sys
 
 RANKS = 4
 MESSAGES_PER_RANK = 20 + 40 + 5 + 5 + 1  # ring, halo, shift, pair, dup (see the app)
+# Blocking collectives: 9 + 6 v- and reduce-scatter ones in "collectives", 1 in the pair
+# (the non-blocking ones are regions, not OTF2 collective records).
+COLLECTIVES_PER_RANK = 9 + 6 + 1
 INJECTED_NS = [0, 40_000_000, -30_000_000, 70_000_000]
 
 ENVIRONMENT = {
@@ -114,7 +117,10 @@ def check_rank_traces(files):
         for call in ("MPI_Send", "MPI_Recv", "MPI_Isend", "MPI_Irecv", "MPI_Waitall", "MPI_Waitany",
                      "MPI_Test", "MPI_Sendrecv", "MPI_Bcast", "MPI_Reduce", "MPI_Allreduce",
                      "MPI_Gather", "MPI_Scatter", "MPI_Allgather", "MPI_Alltoall", "MPI_Scan",
-                     "MPI_Barrier", "MPI_Comm_split", "MPI_Comm_dup", "MPI_Comm_free", "MPI_Wait"):
+                     "MPI_Barrier", "MPI_Comm_split", "MPI_Comm_dup", "MPI_Comm_free", "MPI_Wait",
+                     "MPI_Gatherv", "MPI_Scatterv", "MPI_Allgatherv", "MPI_Reduce_scatter",
+                     "MPI_Reduce_scatter_block", "MPI_Exscan", "MPI_Iallreduce", "MPI_Ibcast",
+                     "MPI_Ibarrier"):
             if call not in regions:
                 fail(f"{path}: no region {call}")
             if regions[call].get("cat") != "mpi":
@@ -183,19 +189,19 @@ def check_archive(options, skewed):
         fail(f"otf2-print: exit {printed.returncode}, stderr {printed.stderr!r}, "
              f"INVALID references: {printed.stdout.count('INVALID')}")
     for record, expected in (("MPI_SEND", 4 * 30), ("MPI_RECV", 4 * 30), ("MPI_ISEND", 4 * 41),
-                             ("MPI_IRECV", 4 * 41), ("MPI_COLLECTIVE_END", 4 * 10)):
+                             ("MPI_IRECV", 4 * 41), ("MPI_COLLECTIVE_END", 4 * COLLECTIVES_PER_RANK)):
         found = sum(1 for line in printed.stdout.splitlines() if line.split(" ", 1)[0] == record)
         if found != expected:
             fail(f"otf2-print shows {found} {record} records, expected {expected}")
     checked = run_reader([options.otf2_check, anchor])
     messages = RANKS * MESSAGES_PER_RANK
-    expected_line = f"MPI: {messages} messages sent, {messages} received, {RANKS * 10} collective calls"
+    expected_line = f"MPI: {messages} messages sent, {messages} received, {RANKS * COLLECTIVES_PER_RANK} collective calls"
     if expected_line not in checked.stdout:
         fail(f"ferret-otf2-check does not say '{expected_line}'")
     support = os.path.join(os.path.dirname(os.path.abspath(__file__)), "support")
     run_reader([options.otf2_python, os.path.join(support, "otf2_python_reader.py"), anchor])
     run_reader([options.otf2_python, os.path.join(support, "otf2_mpi_messages.py"), anchor,
-                "--messages", str(RANKS * MESSAGES_PER_RANK), "--collectives", str(RANKS * 10)])
+                "--messages", str(RANKS * MESSAGES_PER_RANK), "--collectives", str(RANKS * COLLECTIVES_PER_RANK)])
 
 
 def expected_bytes(sender, receiver):
@@ -227,7 +233,8 @@ def check_summary(options):
                 fail(f"matrix row {sender}, column {receiver}: {cell}, expected {shown}\n{row}")
     if text.count("\nMPI calls\n") != RANKS:
         fail("not every rank's summary has the MPI calls table")
-    for call in ("MPI_Send", "MPI_Isend", "MPI_Waitall", "MPI_Sendrecv", "MPI_Alltoall"):
+    for call in ("MPI_Send", "MPI_Isend", "MPI_Waitall", "MPI_Sendrecv", "MPI_Alltoall", "MPI_Allgatherv",
+                 "MPI_Iallreduce"):
         if not re.search(rf" {call}\n", text):
             fail(f"no row for {call} in the MPI calls tables")
 

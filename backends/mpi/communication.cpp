@@ -835,6 +835,182 @@ FERRET_EXPORT int MPI_Scan(const void* send_buffer, void* receive_buffer, int co
   return result;
 }
 
+FERRET_EXPORT int MPI_Exscan(const void* send_buffer, void* receive_buffer, int count,
+                             MPI_Datatype type, MPI_Op op, MPI_Comm communicator) {
+  FERRET_MPI_CALL("MPI_Exscan");
+  if (!fm::recording()) return PMPI_Exscan(send_buffer, receive_buffer, count, type, op, communicator);
+  const std::int64_t begin = fm::now();
+  const int result = PMPI_Exscan(send_buffer, receive_buffer, count, type, op, communicator);
+  const std::uint64_t bytes = fm::bytes_of(count, type);
+  fm::collective_end(begin, fm::collective_kind::exscan, communicator, -1, bytes, bytes);
+  return result;
+}
+
+FERRET_EXPORT int MPI_Gatherv(const void* send_buffer, int send_count, MPI_Datatype send_type,
+                              void* receive_buffer, const int receive_counts[],
+                              const int displacements[], MPI_Datatype receive_type, int root,
+                              MPI_Comm communicator) {
+  FERRET_MPI_CALL("MPI_Gatherv");
+  if (!fm::recording())
+    return PMPI_Gatherv(send_buffer, send_count, send_type, receive_buffer, receive_counts,
+                        displacements, receive_type, root, communicator);
+  const std::int64_t begin = fm::now();
+  const int result = PMPI_Gatherv(send_buffer, send_count, send_type, receive_buffer,
+                                  receive_counts, displacements, receive_type, root, communicator);
+  const int rank = fm::rank_in(communicator);
+  const bool at_root = rank == root;
+  // Only the root's receive counts are significant.
+  fm::collective_end(begin, fm::collective_kind::gatherv, communicator, root,
+                     at_root ? 0 : fm::bytes_of(send_count, send_type),
+                     at_root ? fm::sum_except(receive_counts, fm::size_of(communicator), rank, receive_type)
+                             : 0);
+  return result;
+}
+
+FERRET_EXPORT int MPI_Scatterv(const void* send_buffer, const int send_counts[],
+                               const int displacements[], MPI_Datatype send_type,
+                               void* receive_buffer, int receive_count, MPI_Datatype receive_type,
+                               int root, MPI_Comm communicator) {
+  FERRET_MPI_CALL("MPI_Scatterv");
+  if (!fm::recording())
+    return PMPI_Scatterv(send_buffer, send_counts, displacements, send_type, receive_buffer,
+                         receive_count, receive_type, root, communicator);
+  const std::int64_t begin = fm::now();
+  const int result = PMPI_Scatterv(send_buffer, send_counts, displacements, send_type,
+                                   receive_buffer, receive_count, receive_type, root, communicator);
+  const int rank = fm::rank_in(communicator);
+  const bool at_root = rank == root;
+  // Only the root's send counts are significant.
+  fm::collective_end(begin, fm::collective_kind::scatterv, communicator, root,
+                     at_root ? fm::sum_except(send_counts, fm::size_of(communicator), rank, send_type) : 0,
+                     at_root ? 0 : fm::bytes_of(receive_count, receive_type));
+  return result;
+}
+
+FERRET_EXPORT int MPI_Allgatherv(const void* send_buffer, int send_count, MPI_Datatype send_type,
+                                 void* receive_buffer, const int receive_counts[],
+                                 const int displacements[], MPI_Datatype receive_type,
+                                 MPI_Comm communicator) {
+  FERRET_MPI_CALL("MPI_Allgatherv");
+  if (!fm::recording())
+    return PMPI_Allgatherv(send_buffer, send_count, send_type, receive_buffer, receive_counts,
+                           displacements, receive_type, communicator);
+  const std::int64_t begin = fm::now();
+  const int result = PMPI_Allgatherv(send_buffer, send_count, send_type, receive_buffer,
+                                     receive_counts, displacements, receive_type, communicator);
+  const int size = fm::size_of(communicator), rank = fm::rank_in(communicator);
+  // With MPI_IN_PLACE the contribution is this rank's block of the receive buffer.
+  const std::uint64_t contribution = send_buffer == MPI_IN_PLACE
+                                         ? fm::bytes_of(receive_counts[rank], receive_type)
+                                         : fm::bytes_of(send_count, send_type);
+  fm::collective_end(begin, fm::collective_kind::allgatherv, communicator, -1,
+                     contribution * static_cast<std::uint64_t>(size - 1),
+                     fm::sum_except(receive_counts, size, rank, receive_type));
+  return result;
+}
+
+// Reduce-scatter: each rank contributes the whole vector and receives its block.
+FERRET_EXPORT int MPI_Reduce_scatter(const void* send_buffer, void* receive_buffer,
+                                     const int receive_counts[], MPI_Datatype type, MPI_Op op,
+                                     MPI_Comm communicator) {
+  FERRET_MPI_CALL("MPI_Reduce_scatter");
+  if (!fm::recording())
+    return PMPI_Reduce_scatter(send_buffer, receive_buffer, receive_counts, type, op, communicator);
+  const std::int64_t begin = fm::now();
+  const int result = PMPI_Reduce_scatter(send_buffer, receive_buffer, receive_counts, type, op, communicator);
+  const int rank = fm::rank_in(communicator);
+  const std::uint64_t block = fm::bytes_of(receive_counts[rank], type);
+  fm::collective_end(begin, fm::collective_kind::reduce_scatter, communicator, -1,
+                     fm::sum_except(receive_counts, fm::size_of(communicator), -1, type), block);
+  return result;
+}
+
+FERRET_EXPORT int MPI_Reduce_scatter_block(const void* send_buffer, void* receive_buffer,
+                                           int receive_count, MPI_Datatype type, MPI_Op op,
+                                           MPI_Comm communicator) {
+  FERRET_MPI_CALL("MPI_Reduce_scatter_block");
+  if (!fm::recording())
+    return PMPI_Reduce_scatter_block(send_buffer, receive_buffer, receive_count, type, op, communicator);
+  const std::int64_t begin = fm::now();
+  const int result =
+      PMPI_Reduce_scatter_block(send_buffer, receive_buffer, receive_count, type, op, communicator);
+  const std::uint64_t block = fm::bytes_of(receive_count, type);
+  fm::collective_end(begin, fm::collective_kind::reduce_scatter_block, communicator, -1,
+                     block * static_cast<std::uint64_t>(fm::size_of(communicator)), block);
+  return result;
+}
+
+// Non-blocking collectives: the call is a region of domain mpi (its time is the
+// posting); the collective's completion, in MPI_Wait/Test, is not recorded as a
+// collective (OTF2's MpiCollectiveBegin/End describe blocking ones).
+#define FERRET_MPI_NONBLOCKING_COLLECTIVE(function, parameters, arguments) \
+  FERRET_EXPORT int function parameters {                                 \
+    FERRET_MPI_CALL(#function);                                           \
+    return P##function arguments;                                         \
+  }
+FERRET_MPI_NONBLOCKING_COLLECTIVE(MPI_Ibarrier, (MPI_Comm c, MPI_Request* r), (c, r))
+FERRET_MPI_NONBLOCKING_COLLECTIVE(MPI_Ibcast,
+                                  (void* b, int n, MPI_Datatype t, int root, MPI_Comm c, MPI_Request* r),
+                                  (b, n, t, root, c, r))
+FERRET_MPI_NONBLOCKING_COLLECTIVE(MPI_Ireduce,
+                                  (const void* s, void* d, int n, MPI_Datatype t, MPI_Op o, int root,
+                                   MPI_Comm c, MPI_Request* r),
+                                  (s, d, n, t, o, root, c, r))
+FERRET_MPI_NONBLOCKING_COLLECTIVE(MPI_Iallreduce,
+                                  (const void* s, void* d, int n, MPI_Datatype t, MPI_Op o, MPI_Comm c,
+                                   MPI_Request* r),
+                                  (s, d, n, t, o, c, r))
+FERRET_MPI_NONBLOCKING_COLLECTIVE(MPI_Iscan,
+                                  (const void* s, void* d, int n, MPI_Datatype t, MPI_Op o, MPI_Comm c,
+                                   MPI_Request* r),
+                                  (s, d, n, t, o, c, r))
+FERRET_MPI_NONBLOCKING_COLLECTIVE(MPI_Iexscan,
+                                  (const void* s, void* d, int n, MPI_Datatype t, MPI_Op o, MPI_Comm c,
+                                   MPI_Request* r),
+                                  (s, d, n, t, o, c, r))
+FERRET_MPI_NONBLOCKING_COLLECTIVE(MPI_Igather,
+                                  (const void* s, int sn, MPI_Datatype st, void* d, int dn, MPI_Datatype dt,
+                                   int root, MPI_Comm c, MPI_Request* r),
+                                  (s, sn, st, d, dn, dt, root, c, r))
+FERRET_MPI_NONBLOCKING_COLLECTIVE(MPI_Igatherv,
+                                  (const void* s, int sn, MPI_Datatype st, void* d, const int dn[],
+                                   const int displacements[], MPI_Datatype dt, int root, MPI_Comm c,
+                                   MPI_Request* r),
+                                  (s, sn, st, d, dn, displacements, dt, root, c, r))
+FERRET_MPI_NONBLOCKING_COLLECTIVE(MPI_Iscatter,
+                                  (const void* s, int sn, MPI_Datatype st, void* d, int dn, MPI_Datatype dt,
+                                   int root, MPI_Comm c, MPI_Request* r),
+                                  (s, sn, st, d, dn, dt, root, c, r))
+FERRET_MPI_NONBLOCKING_COLLECTIVE(MPI_Iscatterv,
+                                  (const void* s, const int sn[], const int displacements[], MPI_Datatype st,
+                                   void* d, int dn, MPI_Datatype dt, int root, MPI_Comm c, MPI_Request* r),
+                                  (s, sn, displacements, st, d, dn, dt, root, c, r))
+FERRET_MPI_NONBLOCKING_COLLECTIVE(MPI_Iallgather,
+                                  (const void* s, int sn, MPI_Datatype st, void* d, int dn, MPI_Datatype dt,
+                                   MPI_Comm c, MPI_Request* r),
+                                  (s, sn, st, d, dn, dt, c, r))
+FERRET_MPI_NONBLOCKING_COLLECTIVE(MPI_Iallgatherv,
+                                  (const void* s, int sn, MPI_Datatype st, void* d, const int dn[],
+                                   const int displacements[], MPI_Datatype dt, MPI_Comm c, MPI_Request* r),
+                                  (s, sn, st, d, dn, displacements, dt, c, r))
+FERRET_MPI_NONBLOCKING_COLLECTIVE(MPI_Ialltoall,
+                                  (const void* s, int sn, MPI_Datatype st, void* d, int dn, MPI_Datatype dt,
+                                   MPI_Comm c, MPI_Request* r),
+                                  (s, sn, st, d, dn, dt, c, r))
+FERRET_MPI_NONBLOCKING_COLLECTIVE(MPI_Ialltoallv,
+                                  (const void* s, const int sn[], const int sd[], MPI_Datatype st, void* d,
+                                   const int dn[], const int dd[], MPI_Datatype dt, MPI_Comm c, MPI_Request* r),
+                                  (s, sn, sd, st, d, dn, dd, dt, c, r))
+FERRET_MPI_NONBLOCKING_COLLECTIVE(MPI_Ireduce_scatter,
+                                  (const void* s, void* d, const int dn[], MPI_Datatype t, MPI_Op o,
+                                   MPI_Comm c, MPI_Request* r),
+                                  (s, d, dn, t, o, c, r))
+FERRET_MPI_NONBLOCKING_COLLECTIVE(MPI_Ireduce_scatter_block,
+                                  (const void* s, void* d, int dn, MPI_Datatype t, MPI_Op o, MPI_Comm c,
+                                   MPI_Request* r),
+                                  (s, d, dn, t, o, c, r))
+#undef FERRET_MPI_NONBLOCKING_COLLECTIVE
+
 // Communicators: created ones get an id all their members agree on.
 
 FERRET_EXPORT int MPI_Comm_dup(MPI_Comm communicator, MPI_Comm* duplicate) {

@@ -84,6 +84,33 @@ void collectives(int rank, int size) {
   MPI_Allgather(&rank, 1, MPI_INT, all.data(), 1, MPI_INT, MPI_COMM_WORLD);
   MPI_Alltoall(all.data(), 1, MPI_INT, all2.data(), 1, MPI_INT, MPI_COMM_WORLD);
   MPI_Scan(&rank, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  // The v-collectives: rank r contributes r + 1 ints.
+  std::vector<int> counts(static_cast<std::size_t>(size)), displacements(counts.size());
+  for (int r = 0; r < size; ++r) {
+    counts[static_cast<std::size_t>(r)] = r + 1;
+    displacements[static_cast<std::size_t>(r)] = r * (r + 1) / 2;
+  }
+  const std::vector<int> mine(static_cast<std::size_t>(rank + 1), rank);
+  std::vector<int> gathered(static_cast<std::size_t>(size * (size + 1) / 2));
+  MPI_Gatherv(mine.data(), rank + 1, MPI_INT, gathered.data(), counts.data(), displacements.data(),
+              MPI_INT, 0, MPI_COMM_WORLD);
+  std::vector<int> scattered(static_cast<std::size_t>(rank + 1));
+  MPI_Scatterv(gathered.data(), counts.data(), displacements.data(), MPI_INT, scattered.data(),
+               rank + 1, MPI_INT, 0, MPI_COMM_WORLD);
+  MPI_Allgatherv(mine.data(), rank + 1, MPI_INT, gathered.data(), counts.data(),
+                 displacements.data(), MPI_INT, MPI_COMM_WORLD);
+  std::vector<int> block(static_cast<std::size_t>(rank + 1));
+  MPI_Reduce_scatter(gathered.data(), block.data(), counts.data(), MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Reduce_scatter_block(all.data(), one.data(), 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Exscan(&rank, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  // Non-blocking collectives: regions of their own, completed by MPI_Wait.
+  MPI_Request request = MPI_REQUEST_NULL;
+  MPI_Iallreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &request);
+  MPI_Wait(&request, MPI_STATUS_IGNORE);
+  MPI_Ibcast(one.data(), 1, MPI_INT, 0, MPI_COMM_WORLD, &request);
+  MPI_Wait(&request, MPI_STATUS_IGNORE);
+  MPI_Ibarrier(MPI_COMM_WORLD, &request);
+  MPI_Wait(&request, MPI_STATUS_IGNORE);
 }
 
 void sub_communicators(int rank, int size) {
