@@ -98,6 +98,9 @@ TEST_CASE("payload schemas: static ids kept, dynamic ids made, names found beyon
   CHECK(comms->schema_name(second) == nullptr);  // unnamed
   CHECK(comms->schema_name(12345) == nullptr);   // unknown
   CHECK(comms->schema_name(0) == nullptr);
+  // Registered again (another NVTX instance): the first name stays.
+  CHECK(comms->register_schema(static_id, "again") == static_id);
+  CHECK(std::string{comms->schema_name(static_id)} == "comm parameters");
   for (std::uint64_t i = 0; i < 100; ++i) comms->register_schema(static_id + 100 + i, ("schema " + std::to_string(i)).c_str());
   CHECK(std::string{comms->schema_name(static_id + 100 + 99)} == "schema 99");
   CHECK(std::string{comms->schema_name(static_id + 100)} == "schema 0");

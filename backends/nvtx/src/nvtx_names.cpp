@@ -126,6 +126,13 @@ std::uint64_t domain::register_schema(std::uint64_t requested, const char* name)
   std::lock_guard lock{mutex_};
   const std::uint64_t id = requested != 0 ? requested : next_dynamic_schema_++;
   if (name == nullptr || *name == '\0') return id;
+  // A static schema registered again (by another NVTX instance) keeps its
+  // first name and its one slot.
+  if (requested != 0) {
+    for (std::size_t i = 0; i < schema_count_; ++i)
+      if (schemas_[i].id.load(std::memory_order_relaxed) == id) return id;
+    if (other_schemas_.count(id) != 0) return id;
+  }
   const char* kept = labels_.emplace_back(name).c_str();
   if (schema_count_ < direct_schemas) {
     schema_slot& slot = schemas_[schema_count_++];
@@ -139,7 +146,6 @@ std::uint64_t domain::register_schema(std::uint64_t requested, const char* name)
 
 const char* domain::schema_name(std::uint64_t id) {
   if (id == 0) return nullptr;
-  // A schema registered again (another NVTX instance) keeps its first name.
   for (const schema_slot& slot : schemas_) {
     const std::uint64_t known = slot.id.load(std::memory_order_acquire);
     if (known == 0) return nullptr;
