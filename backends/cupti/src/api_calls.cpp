@@ -333,11 +333,11 @@ void api_calls::name_objects(std::vector<runtime::gpu_activity>& activities) {
     if (const auto it = objects_by_call_.find(static_cast<std::uint32_t>(activity.launch.correlation));
         it != objects_by_call_.end())
       found = &it->second;
-    else if (const auto node = objects_by_graph_node_.find(activity.graph_node);
-             activity.graph_node != 0 && node != objects_by_graph_node_.end()) {
-      node->second.cycle = cycle_;
-      found = &node->second;
-    }
+    else if (activity.graph_node != 0)
+      if (const auto node = objects_by_graph_node_.find(activity.graph_node); node != objects_by_graph_node_.end()) {
+        node->second.cycle = cycle_;
+        found = &node->second;
+      }
     if (found == nullptr) continue;
     const objects_of_call& objects = *found;
     const bool staged_to_host = objects.between_devices && activity.copy == runtime::copy_kind::device_to_host;
