@@ -3,9 +3,12 @@
 #include <doctest/doctest.h>
 #include <time.h>
 
+#include <chrono>
 #include <map>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "clock.hpp"
 #include "data_object_map.hpp"
@@ -179,5 +182,41 @@ TEST_CASE("clock: raw readings convert to CLOCK_MONOTONIC_RAW nanoseconds") {
     CHECK(clock.to_ns(second_raw) > clock.to_ns(first_raw));
     if (hardware && clock.source() != clock_source::monotonic_raw)
       CHECK(clock.ticks_per_second() > 1e6);
+  }
+}
+
+TEST_CASE("clock: a value once given never changes, so times never go back across drains") {
+  host_clock clock;
+  clock.start(true, monotonic_raw_ns());
+  if (clock.source() == clock_source::monotonic_raw) return;  // no conversion to check
+  clock.add_sync_point();
+  // Each round converts raw values past the newest pair (extrapolated, as
+  // drains more often than the pairs' spacing do) and then adds a pair, which
+  // must leave those values as given and carry on from them.
+  std::uint64_t previous_raw = 0;
+  std::int64_t previous_ns = 0;
+  for (int round = 0; round < 6; ++round) {
+    CAPTURE(round);
+    const auto past_pair_until = std::chrono::steady_clock::now() + std::chrono::milliseconds{11};
+    std::vector<std::pair<std::uint64_t, std::int64_t>> given;
+    while (std::chrono::steady_clock::now() < past_pair_until) {
+      const std::uint64_t raw = clock.read();
+      given.emplace_back(raw, clock.to_ns(raw));
+      std::this_thread::sleep_for(std::chrono::microseconds{500});
+    }
+    // The drain's loop converts with the newest segment and reports how far.
+    const std::uint64_t loop_raw = clock.read();
+    const auto newest = clock.newest_segment();
+    REQUIRE(newest.covers(loop_raw));
+    given.emplace_back(loop_raw, newest.to_ns(loop_raw));
+    clock.note_converted(loop_raw);
+    clock.add_sync_point();
+    for (const auto& [raw, ns] : given) CHECK(clock.to_ns(raw) == ns);
+    // Monotonic from the last value given onwards, tick by tick.
+    for (std::uint64_t step = 1; step <= 64; ++step) CHECK(clock.to_ns(loop_raw + step) >= clock.to_ns(loop_raw));
+    CHECK(given.front().first > previous_raw);
+    CHECK(given.front().second >= previous_ns);
+    previous_raw = given.back().first;
+    previous_ns = given.back().second;
   }
 }

@@ -47,7 +47,7 @@ constexpr clock_source hardware_source() noexcept {
 // Pairs closer than this give a poor rate (tens of ns of jitter per pair).
 constexpr std::int64_t min_sync_spacing_ns = 10'000'000;
 constexpr std::int64_t first_sync_spacing_ns = 1'000'000;
-constexpr std::size_t max_sync_points = 4096;
+constexpr std::size_t max_segments = 4096;
 
 // Offsets times spacing overflow 64 bits after a few seconds of ticks.
 __extension__ using wide = __int128;
@@ -92,8 +92,9 @@ void host_clock::start(bool hardware, std::int64_t origin_ns) noexcept {
   start_ns_ = std::min(origin_ns, now);
   start_realtime_ns_ = realtime_ns() - (now - start_ns_);
   first_ = sample();
-  points_.assign(1, first_);
-  have_latest_ = false;
+  newest_pair_ = first_;
+  segments_.clear();
+  converted_up_to_ = 0;
 }
 
 std::string host_clock::source_name() const {
@@ -134,19 +135,27 @@ host_clock::sync_point host_clock::sample() const noexcept {
 
 void host_clock::add_sync_point() {
   if (source_ == clock_source::monotonic_raw) return;
-  if (points_.size() == 1) {
+  if (segments_.empty()) {
     // The first conversion needs a rate: wait out a short spacing once.
     while (monotonic_raw_ns() - first_.ns < first_sync_spacing_ns) {
     }
-  } else if (monotonic_raw_ns() - points_.back().ns < min_sync_spacing_ns) {
+  } else if (monotonic_raw_ns() - newest_pair_.ns < min_sync_spacing_ns) {
     return;
   }
   const sync_point point = sample();
-  if (point.raw <= points_.back().raw || point.ns <= points_.back().ns) return;
-  latest_ = segment_between(points_.back(), point);
-  have_latest_ = true;
-  points_.push_back(point);
-  if (points_.size() > max_sync_points) points_.pop_front();
+  // The new segment starts at the newest pair, or past it where raw values
+  // were already converted by extrapolation: at the last of them, with the
+  // value it was given.
+  sync_point from = newest_pair_;
+  if (!segments_.empty()) {
+    const std::uint64_t reached = std::max(newest_pair_.raw, converted_up_to_);
+    from = {reached, apply(segments_.back(), reached)};
+  }
+  // The extrapolation ran ahead of the clock: it goes on until a later pair.
+  if (point.raw <= from.raw || point.ns <= from.ns) return;
+  segments_.push_back(segment_between(from, point));
+  newest_pair_ = point;
+  if (segments_.size() > max_segments) segments_.pop_front();
 }
 
 host_clock::segment host_clock::segment_between(const sync_point& a, const sync_point& b) noexcept {
@@ -156,26 +165,26 @@ host_clock::segment host_clock::segment_between(const sync_point& a, const sync_
 }
 
 std::int64_t host_clock::apply(const segment& s, std::uint64_t raw) noexcept {
-  // Signed: raw may precede the segment's base by a little (extrapolation).
+  // Signed: raw may precede the segment's base (before the first segment).
   const wide offset = static_cast<wide>(raw) - static_cast<wide>(s.base.raw);
   return s.base.ns + static_cast<std::int64_t>((offset * static_cast<wide>(s.rate)) >> 32);
 }
 
 std::int64_t host_clock::to_ns_elsewhere(std::uint64_t raw) const noexcept {
   if (source_ == clock_source::monotonic_raw) return static_cast<std::int64_t>(raw) - start_ns_;
-  if (!have_latest_) return static_cast<std::int64_t>(raw - first_.raw);
-  // Older events: the segment around raw; before the first pair, the first
-  // segment's rate extrapolates.
-  auto upper = std::upper_bound(points_.begin(), points_.end(), raw,
-                                [](std::uint64_t value, const sync_point& p) { return value < p.raw; });
-  if (upper == points_.begin()) ++upper;
-  return apply(segment_between(*(upper - 1), *upper), raw) - start_ns_;
+  if (segments_.empty()) return static_cast<std::int64_t>(raw - first_.raw);
+  // Older events: the segment they fall in; before the first one kept, its
+  // rate extrapolates.
+  auto after = std::upper_bound(segments_.begin(), segments_.end(), raw,
+                                [](std::uint64_t value, const segment& s) { return value < s.base.raw; });
+  if (after != segments_.begin()) --after;
+  return apply(*after, raw) - start_ns_;
 }
 
 double host_clock::ticks_per_second() const noexcept {
-  if (source_ == clock_source::monotonic_raw || points_.size() < 2) return 0.0;
-  const sync_point& last = points_.back();
-  return static_cast<double>(last.raw - first_.raw) * 1e9 / static_cast<double>(last.ns - first_.ns);
+  if (source_ == clock_source::monotonic_raw || segments_.empty()) return 0.0;
+  return static_cast<double>(newest_pair_.raw - first_.raw) * 1e9 /
+         static_cast<double>(newest_pair_.ns - first_.ns);
 }
 
 }  // namespace ferret::runtime::internal

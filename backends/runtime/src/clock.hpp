@@ -2,9 +2,12 @@
 //
 // The hot path stores raw counter values (rdtsc on x86-64). Rather than trust a
 // nominal frequency, the runtime takes a (counter, CLOCK_MONOTONIC_RAW) pair at
-// the start and at every drain, and converts each raw value by linear
-// interpolation between the pairs around it: conversion is exact at every pair
-// and drift between pairs is bounded by the drain interval.
+// the start and at drains (10 ms apart at least), and converts each raw value by
+// linear interpolation between the pairs around it: drift between pairs is
+// bounded by their spacing. Raw values past the newest pair are extrapolated
+// with the newest rate; the next segment starts where that extrapolation
+// reached, so a value once given never changes and one thread's times never go
+// back from one drain to the next.
 #pragma once
 
 #include <cstdint>
@@ -44,12 +47,14 @@ class host_clock {
   // converting the events written up to now.
   void add_sync_point();
   // Nanoseconds since the origin for a raw value (draining thread only).
-  std::int64_t to_ns(std::uint64_t raw) const noexcept {
+  std::int64_t to_ns(std::uint64_t raw) noexcept {
+    note_converted(raw);
     const newest_conversion newest = newest_segment();
     return newest.covers(raw) ? newest.to_ns(raw) : to_ns_elsewhere(raw);
   }
   // The newest segment, where nearly every drained event falls, as a value a
-  // loop keeps in registers (the drain converts every event with it).
+  // loop keeps in registers (the drain converts every event with it). A loop
+  // that converts with it reports the newest raw value it converted.
   struct newest_conversion {
     std::uint64_t base_raw;  // UINT64_MAX: no segment yet
     std::uint64_t rate;      // nanoseconds per tick, 32.32 fixed point
@@ -61,8 +66,12 @@ class host_clock {
     }
   };
   newest_conversion newest_segment() const noexcept {
-    if (!have_latest_) return {UINT64_MAX, 0, 0};
-    return {latest_.base.raw, latest_.rate, latest_.base.ns - start_ns_};
+    if (segments_.empty()) return {UINT64_MAX, 0, 0};
+    const segment& newest = segments_.back();
+    return {newest.base.raw, newest.rate, newest.base.ns - start_ns_};
+  }
+  void note_converted(std::uint64_t raw) noexcept {
+    if (raw > converted_up_to_) converted_up_to_ = raw;
   }
   // Measured counter frequency over the run so far (0 for monotonic_raw).
   double ticks_per_second() const noexcept;
@@ -75,8 +84,9 @@ class host_clock {
     std::uint64_t raw;
     std::int64_t ns;  // CLOCK_MONOTONIC_RAW
   };
-  // One interpolation segment: ns = base.ns + ((raw - base.raw) * rate >> 32).
-  // A fixed-point rate turns the per-event division into one multiplication.
+  // One interpolation segment: ns = base.ns + ((raw - base.raw) * rate >> 32),
+  // from its base to the next segment's (the newest: onwards). A fixed-point
+  // rate turns the per-event division into one multiplication.
   struct segment {
     sync_point base;
     std::uint64_t rate;  // nanoseconds per tick, 32.32 fixed point
@@ -91,11 +101,9 @@ class host_clock {
   std::int64_t start_ns_ = 0;
   std::int64_t start_realtime_ns_ = 0;
   sync_point first_{};
-  std::deque<sync_point> points_;  // recent pairs, ascending
-  // The newest segment, where nearly every drained event falls (events are
-  // drained within one or two intervals of being written).
-  segment latest_{};
-  bool have_latest_ = false;  // two pairs exist, latest_ is valid
+  sync_point newest_pair_{};
+  std::deque<segment> segments_;  // recent ones, ascending by base
+  std::uint64_t converted_up_to_ = 0;  // the newest raw value converted
 };
 
 }  // namespace ferret::runtime::internal

@@ -88,11 +88,13 @@ bool runtime_state::drain_thread(session& s, thread_state& state) {
     const host_clock::newest_conversion newest = s.clock.newest_segment();
     const context_node* context = state.context;
     const detail::call_stack* call_stack = state.call_stack;
+    std::uint64_t newest_raw = 0;
     while (from < to) {
       const std::uint64_t word = from->word;
       const std::uint64_t kind = word & detail::kind_mask;
       const auto* record_site = reinterpret_cast<const site*>(word & ~std::uint64_t{detail::kind_mask});
       const std::uint64_t raw = (std::uint64_t{from->time_hi} << 32) | from->time_lo;
+      newest_raw = raw;
       if (kind >= detail::kind_correlation) {
         if (kind == detail::kind_correlation && from + 1 < to) {
           // Not a record for the backends: it ties GPU work to this context.
@@ -133,6 +135,7 @@ bool runtime_state::drain_thread(session& s, thread_state& state) {
     }
     state.context = context;
     state.call_stack = call_stack;
+    s.clock.note_converted(newest_raw);
     const auto count = static_cast<std::size_t>(out - records);
     s.recorded += count;
     if (count > 0)
