@@ -259,6 +259,13 @@ TEST_CASE("table: calls classified by what they do to GPU work") {
         call_handling::marker);
   CHECK(table.runtime_call(CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_v3020).handling ==
         call_handling::plain);
+  // Building a graph orders work; adding a copy or memset node reads its addresses.
+  CHECK(runtime_effect(CUPTI_RUNTIME_TRACE_CBID_cudaGraphAddMemcpyNode_v10000) == api_effect::order);
+  CHECK(table.runtime_call(CUPTI_RUNTIME_TRACE_CBID_cudaGraphAddMemsetNode_v10000).handling ==
+        call_handling::graph_set);
+  CHECK(table.driver_call(CUPTI_DRIVER_TRACE_CBID_cuGraphAddNode_v2).handling ==
+        call_handling::graph_node_with_edges);
+  CHECK(table.runtime_call(CUPTI_RUNTIME_TRACE_CBID_cudaMemset3D_v3020).handling == call_handling::set);
 
   // Driver calls: only work, each listed once.
   const auto& driver = table.driver_calls();
@@ -588,6 +595,167 @@ TEST_CASE("a copy replayed from a CUDA graph names the objects of the call captu
   calls.name_objects(after);
   CHECK(after[0].source_object_id == 0);
   CHECK(after[1].source_object_id == 0);
+  ferret::unregister_data_object(from);
+  ferret::unregister_data_object(to);
+}
+
+// Graphs built node by node (XLA's command buffers, cudaGraphAdd*Node and
+// cuGraphAdd*Node) and pitched copies (2D, 3D, peer): the addresses are read
+// from each call's own descriptor, an offset inside an object still names it,
+// and an array side names nothing.
+TEST_CASE("graph nodes added explicitly and pitched copies name the objects they address") {
+  api_calls calls{api_recording::work, {device_one, nullptr}};
+  static char source_block[1 << 16];
+  static char destination_block[1 << 16];
+  const std::uint64_t from = ferret::register_data_object(
+      "A", source_block, sizeof source_block, ferret::memory_kind::device, 0);
+  const std::uint64_t to = ferret::register_data_object(
+      "B", destination_block, sizeof destination_block, ferret::memory_kind::device, 0);
+  const auto device = [](const char* block) { return reinterpret_cast<CUdeviceptr>(block); };
+  const auto runtime_call = [](CUpti_CallbackId id, const char* name) {
+    return call_site{CUPTI_CB_DOMAIN_RUNTIME_API, id, name};
+  };
+  const auto driver_call = [](CUpti_CallbackId id, const char* name) {
+    return call_site{CUPTI_CB_DOMAIN_DRIVER_API, id, name};
+  };
+  // Planes of 4 rows of 256 bytes; the copies start at (x 16, y 2, z 1).
+  cudaMemcpy3DParms pitched{};
+  pitched.srcPtr = cudaPitchedPtr{source_block, 256, 256, 4};
+  pitched.srcPos = cudaPos{16, 2, 1};
+  pitched.dstPtr = cudaPitchedPtr{destination_block, 256, 256, 4};
+  pitched.dstPos = cudaPos{16, 2, 1};
+  pitched.extent = cudaExtent{64, 2, 2};
+  pitched.kind = cudaMemcpyDeviceToDevice;
+  cudaMemcpy3DParms from_array = pitched;
+  from_array.srcArray = reinterpret_cast<cudaArray_t>(0x10);
+  CUDA_MEMCPY3D descriptor{};
+  descriptor.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+  descriptor.srcDevice = device(source_block);
+  descriptor.srcXInBytes = 16;
+  descriptor.srcY = 2;
+  descriptor.srcZ = 1;
+  descriptor.srcPitch = 256;
+  descriptor.srcHeight = 4;
+  descriptor.dstMemoryType = CU_MEMORYTYPE_UNIFIED;
+  descriptor.dstDevice = device(destination_block);
+  descriptor.dstPitch = 256;
+  descriptor.dstHeight = 4;
+  descriptor.WidthInBytes = 64;
+  descriptor.Height = 2;
+  descriptor.Depth = 2;
+  CUDA_MEMCPY2D flat{};
+  flat.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+  flat.srcDevice = device(source_block);
+  flat.srcY = 3;
+  flat.srcPitch = 256;
+  flat.dstMemoryType = CU_MEMORYTYPE_ARRAY;
+  flat.dstArray = reinterpret_cast<CUarray>(0x20);
+  flat.WidthInBytes = 64;
+  flat.Height = 2;
+
+  cudaMemsetParams set_params{};
+  set_params.dst = destination_block + 512;
+  set_params.elementSize = 4;
+  set_params.width = 16;
+  set_params.height = 1;
+  CUDA_MEMSET_NODE_PARAMS driver_set{};
+  driver_set.dst = device(destination_block);
+  driver_set.elementSize = 1;
+  driver_set.width = 64;
+  driver_set.height = 1;
+  cudaGraphNodeParams generic_copy{};
+  generic_copy.type = cudaGraphNodeTypeMemcpy;
+  generic_copy.memcpy.copyParams = pitched;
+  CUgraphNodeParams generic_set{};
+  generic_set.type = CU_GRAPH_NODE_TYPE_MEMSET;
+  generic_set.memset.dst = device(destination_block) + 64;
+  CUgraphNodeParams generic_kernel{};
+  generic_kernel.type = CU_GRAPH_NODE_TYPE_KERNEL;
+
+  cudaGraphAddMemcpyNode1D_v11010_params add_1d{nullptr, nullptr, nullptr, 0, destination_block + 8,
+                                                 source_block + 8, 64, cudaMemcpyDeviceToDevice};
+  cudaGraphAddMemcpyNode_v10000_params add_3d{nullptr, nullptr, nullptr, 0, &pitched};
+  cudaGraphAddMemcpyNode_v10000_params add_from_array{nullptr, nullptr, nullptr, 0, &from_array};
+  cudaGraphAddMemsetNode_v10000_params add_set{nullptr, nullptr, nullptr, 0, &set_params};
+  cudaGraphAddNode_v12030_params add_node{nullptr, nullptr, nullptr, nullptr, 0, &generic_copy};
+  cuGraphAddMemcpyNode_params add_driver_copy{nullptr, nullptr, nullptr, 0, &descriptor, nullptr};
+  cuGraphAddMemsetNode_params add_driver_set{nullptr, nullptr, nullptr, 0, &driver_set, nullptr};
+  cuGraphAddNode_params add_driver_node{nullptr, nullptr, nullptr, 0, &generic_set};
+  cuGraphAddNode_v2_params add_driver_kernel{nullptr, nullptr, nullptr, nullptr, 0, &generic_kernel};
+  struct node_call {
+    call_site site;
+    const void* params;
+    std::uint64_t expected_source;
+    std::uint64_t expected_destination;
+  };
+  const node_call nodes[] = {
+      {runtime_call(CUPTI_RUNTIME_TRACE_CBID_cudaGraphAddMemcpyNode1D_v11010, "cudaGraphAddMemcpyNode1D_v11010"),
+       &add_1d, from, to},
+      {runtime_call(CUPTI_RUNTIME_TRACE_CBID_cudaGraphAddMemcpyNode_v10000, "cudaGraphAddMemcpyNode_v10000"),
+       &add_3d, from, to},
+      {runtime_call(CUPTI_RUNTIME_TRACE_CBID_cudaGraphAddMemcpyNode_v10000, "cudaGraphAddMemcpyNode_v10000"),
+       &add_from_array, 0, to},
+      {runtime_call(CUPTI_RUNTIME_TRACE_CBID_cudaGraphAddMemsetNode_v10000, "cudaGraphAddMemsetNode_v10000"),
+       &add_set, 0, to},
+      {runtime_call(CUPTI_RUNTIME_TRACE_CBID_cudaGraphAddNode_v12030, "cudaGraphAddNode_v12030"), &add_node,
+       from, to},
+      {driver_call(CUPTI_DRIVER_TRACE_CBID_cuGraphAddMemcpyNode, "cuGraphAddMemcpyNode"), &add_driver_copy, from,
+       to},
+      {driver_call(CUPTI_DRIVER_TRACE_CBID_cuGraphAddMemsetNode, "cuGraphAddMemsetNode"), &add_driver_set, 0, to},
+      {driver_call(CUPTI_DRIVER_TRACE_CBID_cuGraphAddNode, "cuGraphAddNode"), &add_driver_node, 0, to},
+      {driver_call(CUPTI_DRIVER_TRACE_CBID_cuGraphAddNode_v2, "cuGraphAddNode_v2"), &add_driver_kernel, 0, 0},
+  };
+  std::vector<gpu_activity> replayed;
+  std::uint32_t correlation = 200;
+  std::uint64_t node = 1000;
+  for (const node_call& added : nodes) {
+    enter(calls, added.site, ++correlation, added.params);
+    calls.graph_node_created(++node);
+    leave(calls, added.site, correlation, added.params);
+    gpu_activity record{};
+    record.operation = ferret::runtime::gpu_operation::memcpy;
+    record.launch.correlation = 9000;  // the graph launch's
+    record.graph_node = node;
+    replayed.push_back(record);
+  }
+  calls.name_objects(replayed);
+  for (std::size_t i = 0; i < replayed.size(); ++i) {
+    const std::string call_name = nodes[i].site.name;
+    CAPTURE(call_name);
+    CHECK(replayed[i].source_object_id == nodes[i].expected_source);
+    CHECK(replayed[i].destination_object_id == nodes[i].expected_destination);
+  }
+  CHECK(replayed[1].source_address == reinterpret_cast<std::uintptr_t>(source_block + 256 * 4 + 2 * 256 + 16));
+  CHECK(replayed[3].destination_address == reinterpret_cast<std::uintptr_t>(destination_block + 512));
+
+  // Pitched and peer copies run at once: their records carry the call's id.
+  cudaMemcpy3D_v3020_params copy_3d{&pitched};
+  cuMemcpy3D_v2_params driver_copy_3d{&descriptor};
+  cuMemcpy2D_v2_params driver_copy_2d{&flat};
+  cuMemcpyPeer_params driver_peer{device(destination_block), nullptr, device(source_block), nullptr, 64};
+  const node_call copies[] = {
+      {runtime_call(CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3D_v3020, "cudaMemcpy3D_v3020"), &copy_3d, from, to},
+      {driver_call(CUPTI_DRIVER_TRACE_CBID_cuMemcpy3D_v2, "cuMemcpy3D_v2"), &driver_copy_3d, from, to},
+      {driver_call(CUPTI_DRIVER_TRACE_CBID_cuMemcpy2D_v2, "cuMemcpy2D_v2"), &driver_copy_2d, from, 0},
+      {driver_call(CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeer, "cuMemcpyPeer"), &driver_peer, from, to},
+  };
+  std::vector<gpu_activity> direct;
+  for (const node_call& copy : copies) {
+    enter(calls, copy.site, ++correlation, copy.params);
+    leave(calls, copy.site, correlation, copy.params);
+    gpu_activity record{};
+    record.operation = ferret::runtime::gpu_operation::memcpy;
+    record.launch.correlation = correlation;
+    direct.push_back(record);
+  }
+  calls.name_objects(direct);
+  for (std::size_t i = 0; i < direct.size(); ++i) {
+    const std::string call_name = copies[i].site.name;
+    CAPTURE(call_name);
+    CHECK(direct[i].source_object_id == copies[i].expected_source);
+    CHECK(direct[i].destination_object_id == copies[i].expected_destination);
+  }
+  CHECK(direct[2].source_address == reinterpret_cast<std::uintptr_t>(source_block + 3 * 256));
   ferret::unregister_data_object(from);
   ferret::unregister_data_object(to);
 }

@@ -30,9 +30,10 @@ void check_cuda(cudaError_t status, const char* call, int line) {
 
 constexpr int threads_per_block = 256;
 constexpr float factor = 2.0f;
-// Enough arithmetic per element for a kernel to last a while, so that kernels
-// of different streams overlap. Inputs are small integers: every result is an
-// integer below 2^24, exact in float, so the check can compare exactly.
+// Enough arithmetic per element for a kernel to last about as long as a
+// chunk's copy, so that one stream's copies run while another stream computes.
+// Inputs are small integers: every result is an integer below 2^24, exact in
+// float, so the check can compare exactly.
 constexpr int repeats = 1024;
 constexpr std::size_t input_period = 1024;
 

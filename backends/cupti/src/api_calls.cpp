@@ -1,6 +1,8 @@
 // The CUDA collector's API callbacks; see api_calls.hpp.
 #include "api_calls.hpp"
 
+#include "call_addresses.hpp"
+
 #include <algorithm>
 #include <cstddef>
 #include <iterator>
@@ -21,62 +23,7 @@ FERRET_TLS_MODEL thread_local int t_runtime_depth = 0;
 // correlation id; 0: none): a graph node it makes while capturing gets them.
 FERRET_TLS_MODEL thread_local std::uint32_t t_open_object_call = 0;
 
-// The pointers a copy or memset call names, read from its parameters.
-struct call_addresses {
-  const void* destination = nullptr;
-  const void* source = nullptr;
-};
-
 const void* as_pointer(CUdeviceptr address) { return reinterpret_cast<const void*>(address); }
-
-call_addresses addresses_of(CUpti_CallbackDomain domain, call_handling parameters,
-                            const void* params) {
-  // Every copy family lists (destination, source) first, and every memset
-  // family its destination first; the typed structs keep us honest on layout.
-  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
-    switch (parameters) {
-      case call_handling::copy: {
-        const auto* p = static_cast<const cudaMemcpy_v3020_params*>(params);
-        return {p->dst, p->src};
-      }
-      case call_handling::copy_peer: {
-        const auto* p = static_cast<const cudaMemcpyPeer_v4000_params*>(params);
-        return {p->dst, p->src};
-      }
-      case call_handling::copy_2d: {
-        const auto* p = static_cast<const cudaMemcpy2D_v3020_params*>(params);
-        return {p->dst, p->src};
-      }
-      case call_handling::set:
-        return {static_cast<const cudaMemset_v3020_params*>(params)->devPtr, nullptr};
-      default: return {};
-    }
-  }
-  switch (parameters) {
-    case call_handling::copy: {
-      const auto* p = static_cast<const cuMemcpy_params*>(params);
-      return {as_pointer(p->dst), as_pointer(p->src)};
-    }
-    case call_handling::set:
-      return {as_pointer(static_cast<const cuMemsetD8_v2_params*>(params)->dstDevice), nullptr};
-    default: return {};
-  }
-}
-static_assert(offsetof(cuMemcpyHtoD_v2_params, dstDevice) == offsetof(cuMemcpy_params, dst) &&
-                  offsetof(cuMemcpyHtoD_v2_params, srcHost) == offsetof(cuMemcpy_params, src) &&
-                  offsetof(cuMemcpyDtoH_v2_params, dstHost) == offsetof(cuMemcpy_params, dst) &&
-                  offsetof(cuMemcpyDtoHAsync_v2_params, srcDevice) == offsetof(cuMemcpy_params, src),
-              "driver copy parameters start with (destination, source)");
-static_assert(offsetof(cuMemsetD2D8_v2_params, dstDevice) == 0 &&
-                  offsetof(cuMemsetD2D8Async_params, dstDevice) == 0 &&
-                  offsetof(cuMemsetD32Async_params, dstDevice) == 0,
-              "driver memset parameters start with the destination");
-static_assert(offsetof(cudaMemcpyAsync_v3020_params, src) == offsetof(cudaMemcpy_v3020_params, src) &&
-                  offsetof(cudaMemsetAsync_v3020_params, devPtr) == 0 &&
-                  offsetof(cudaMemset2D_v3020_params, devPtr) == 0 &&
-                  offsetof(cudaMemcpy2DAsync_v3020_params, src) == offsetof(cudaMemcpy2D_v3020_params, src) &&
-                  offsetof(cudaMemcpyPeerAsync_v4000_params, src) == offsetof(cudaMemcpyPeer_v4000_params, src),
-              "runtime copy/memset parameter layouts shared by their variants");
 
 struct allocation {
   const void* address;
@@ -163,9 +110,20 @@ static_assert(offsetof(cudaFreeAsync_v11020_params, devPtr) == 0 &&
                   offsetof(cuMemFreeAsync_params, dptr) == 0,
               "free parameters start with the pointer");
 
-bool names_objects(call_handling parameters) {
-  return parameters == call_handling::copy || parameters == call_handling::copy_peer ||
-         parameters == call_handling::copy_2d || parameters == call_handling::set;
+// Whether device records carry the call's correlation id at its entry: not a
+// query's (at its return), an event record's, nor a graph node's (its records
+// carry the graph launch's).
+bool has_device_records(call_handling handling) {
+  switch (handling) {
+    case call_handling::query:
+    case call_handling::marker:
+    case call_handling::graph_copy:
+    case call_handling::graph_copy_1d:
+    case call_handling::graph_set:
+    case call_handling::graph_node:
+    case call_handling::graph_node_with_edges: return false;
+    default: return true;
+  }
 }
 
 bool allocates(call_handling parameters) {
@@ -250,7 +208,7 @@ void api_calls::enter_work_call(CUpti_CallbackDomain domain, CUpti_CallbackId id
       // The Python frames behind this call, as context of its GPU work (a
       // query's correlation follows at its return, under the same stack).
       if (kind.handling != call_handling::marker) python::record_call_stack();
-      if (kind.handling != call_handling::query && kind.handling != call_handling::marker)
+      if (has_device_records(kind.handling))
         detail::write_with_payload(detail::word_of(site, detail::kind_correlation),
                                    call.correlationId);
     }

@@ -45,7 +45,13 @@ const rows runtime_rows[] = {
     {api_effect::copy, call_handling::copy_2d,
      {RT(cudaMemcpy2D_v3020), RT(cudaMemcpy2D_ptds_v7000), RT(cudaMemcpy2DAsync_v3020),
       RT(cudaMemcpy2DAsync_ptsz_v7000)}},
-    // The other copies (arrays, symbols, 3D, batches) and the calls that
+    {api_effect::copy, call_handling::copy_3d,
+     {RT(cudaMemcpy3D_v3020), RT(cudaMemcpy3D_ptds_v7000), RT(cudaMemcpy3DAsync_v3020),
+      RT(cudaMemcpy3DAsync_ptsz_v7000)}},
+    {api_effect::copy, call_handling::copy_3d_peer,
+     {RT(cudaMemcpy3DPeer_v4000), RT(cudaMemcpy3DPeer_ptds_v7000), RT(cudaMemcpy3DPeerAsync_v4000),
+      RT(cudaMemcpy3DPeerAsync_ptsz_v7000)}},
+    // The other copies (arrays, symbols, batches) and the calls that
     // migrate or discard managed memory: device work, addresses not read.
     {api_effect::copy, call_handling::plain,
      {RT(cudaMemcpyToArray_v3020), RT(cudaMemcpyToArray_ptds_v7000),
@@ -62,10 +68,7 @@ const rows runtime_rows[] = {
       RT(cudaMemcpy2DFromArrayAsync_v3020), RT(cudaMemcpy2DFromArrayAsync_ptsz_v7000),
       RT(cudaMemcpyToSymbolAsync_v3020), RT(cudaMemcpyToSymbolAsync_ptsz_v7000),
       RT(cudaMemcpyFromSymbolAsync_v3020), RT(cudaMemcpyFromSymbolAsync_ptsz_v7000),
-      RT(cudaMemcpy3D_v3020), RT(cudaMemcpy3D_ptds_v7000), RT(cudaMemcpy3DAsync_v3020),
-      RT(cudaMemcpy3DAsync_ptsz_v7000), RT(cudaMemcpy3DPeer_v4000),
-      RT(cudaMemcpy3DPeer_ptds_v7000), RT(cudaMemcpy3DPeerAsync_v4000),
-      RT(cudaMemcpy3DPeerAsync_ptsz_v7000), RT(cudaMemcpyBatchAsync_v12080),
+      RT(cudaMemcpyBatchAsync_v12080),
       RT(cudaMemcpyBatchAsync_ptsz_v12080), RT(cudaMemcpy3DBatchAsync_v12080),
       RT(cudaMemcpy3DBatchAsync_ptsz_v12080), RT(cudaMemcpyBatchAsync_v13000),
       RT(cudaMemcpyBatchAsync_ptsz_v13000), RT(cudaMemcpy3DBatchAsync_v13000),
@@ -76,14 +79,12 @@ const rows runtime_rows[] = {
       RT(cudaMemDiscardBatchAsync_ptsz_v13000), RT(cudaMemDiscardAndPrefetchBatchAsync_v13000),
       RT(cudaMemDiscardAndPrefetchBatchAsync_ptsz_v13000)}},
 
-    // Memsets: the destination is read; 3D ones take a pitched pointer (not read).
+    // Memsets: the destination is read (3D ones: their pitched pointer's).
     {api_effect::set, call_handling::set,
      {RT(cudaMemset_v3020), RT(cudaMemset_ptds_v7000), RT(cudaMemsetAsync_v3020),
       RT(cudaMemsetAsync_ptsz_v7000), RT(cudaMemset2D_v3020), RT(cudaMemset2D_ptds_v7000),
-      RT(cudaMemset2DAsync_v3020), RT(cudaMemset2DAsync_ptsz_v7000)}},
-    {api_effect::set, call_handling::plain,
-     {RT(cudaMemset3D_v3020), RT(cudaMemset3D_ptds_v7000), RT(cudaMemset3DAsync_v3020),
-      RT(cudaMemset3DAsync_ptsz_v7000)}},
+      RT(cudaMemset2DAsync_v3020), RT(cudaMemset2DAsync_ptsz_v7000), RT(cudaMemset3D_v3020),
+      RT(cudaMemset3D_ptds_v7000), RT(cudaMemset3DAsync_v3020), RT(cudaMemset3DAsync_ptsz_v7000)}},
 
     // Allocations that become anonymous data objects ("cudaMalloc@solve").
     {api_effect::allocate, call_handling::allocate_device,
@@ -138,6 +139,12 @@ const rows runtime_rows[] = {
       RT(cudaSignalExternalSemaphoresAsync_ptsz_v11020),
       RT(cudaWaitExternalSemaphoresAsync_v11020), RT(cudaWaitExternalSemaphoresAsync_ptsz_v11020),
       RT(cudaStreamAttachMemAsync_v6000), RT(cudaStreamAttachMemAsync_ptsz_v7000)}},
+    // Copies and memsets put into a graph as nodes (graphs built explicitly):
+    // the addresses are read, for the node's replayed records.
+    {api_effect::order, call_handling::graph_copy, {RT(cudaGraphAddMemcpyNode_v10000)}},
+    {api_effect::order, call_handling::graph_copy_1d, {RT(cudaGraphAddMemcpyNode1D_v11010)}},
+    {api_effect::order, call_handling::graph_set, {RT(cudaGraphAddMemsetNode_v10000)}},
+    {api_effect::order, call_handling::graph_node_with_edges, {RT(cudaGraphAddNode_v12030)}},
 
     // Code the compiler generates around every <<<>>> launch (the launch itself
     // is recorded) and the registration of a module's kernels and variables at
@@ -168,17 +175,28 @@ const rows driver_rows[] = {
       DRV(cuMemcpyDtoH_v2_ptds), DRV(cuMemcpyDtoD_v2), DRV(cuMemcpyDtoD_v2_ptds),
       DRV(cuMemcpyHtoDAsync_v2), DRV(cuMemcpyHtoDAsync_v2_ptsz), DRV(cuMemcpyDtoHAsync_v2),
       DRV(cuMemcpyDtoHAsync_v2_ptsz), DRV(cuMemcpyDtoDAsync_v2), DRV(cuMemcpyDtoDAsync_v2_ptsz)}},
+    {api_effect::copy, call_handling::copy_peer,
+     {DRV(cuMemcpyPeer), DRV(cuMemcpyPeer_ptds), DRV(cuMemcpyPeerAsync), DRV(cuMemcpyPeerAsync_ptsz)}},
+    {api_effect::copy, call_handling::copy_2d,
+     {DRV(cuMemcpy2D_v2), DRV(cuMemcpy2D_v2_ptds), DRV(cuMemcpy2DUnaligned_v2),
+      DRV(cuMemcpy2DUnaligned_v2_ptds), DRV(cuMemcpy2DAsync_v2), DRV(cuMemcpy2DAsync_v2_ptsz)}},
+    {api_effect::copy, call_handling::copy_3d,
+     {DRV(cuMemcpy3D_v2), DRV(cuMemcpy3D_v2_ptds), DRV(cuMemcpy3DAsync_v2),
+      DRV(cuMemcpy3DAsync_v2_ptsz)}},
+    {api_effect::copy, call_handling::copy_3d_peer,
+     {DRV(cuMemcpy3DPeer), DRV(cuMemcpy3DPeer_ptds), DRV(cuMemcpy3DPeerAsync),
+      DRV(cuMemcpy3DPeerAsync_ptsz)}},
     {api_effect::copy, call_handling::plain,
-     {DRV(cuMemcpyPeer), DRV(cuMemcpyPeer_ptds), DRV(cuMemcpyPeerAsync),
-      DRV(cuMemcpyPeerAsync_ptsz), DRV(cuMemcpy2D_v2), DRV(cuMemcpy2DUnaligned_v2),
-      DRV(cuMemcpy2DAsync_v2), DRV(cuMemcpy3D_v2), DRV(cuMemcpy3DAsync_v2), DRV(cuMemcpy3DPeer),
-      DRV(cuMemcpyBatchAsync), DRV(cuMemPrefetchAsync), DRV(cuMemPrefetchAsync_v2)}},
+     {DRV(cuMemcpyBatchAsync), DRV(cuMemPrefetchAsync), DRV(cuMemPrefetchAsync_v2)}},
     {api_effect::set, call_handling::set,
      {DRV(cuMemsetD8_v2), DRV(cuMemsetD8_v2_ptds), DRV(cuMemsetD16_v2), DRV(cuMemsetD16_v2_ptds),
       DRV(cuMemsetD32_v2), DRV(cuMemsetD32_v2_ptds), DRV(cuMemsetD8Async),
       DRV(cuMemsetD8Async_ptsz), DRV(cuMemsetD16Async), DRV(cuMemsetD16Async_ptsz),
       DRV(cuMemsetD32Async), DRV(cuMemsetD32Async_ptsz), DRV(cuMemsetD2D8_v2),
-      DRV(cuMemsetD2D8Async)}},
+      DRV(cuMemsetD2D8_v2_ptds), DRV(cuMemsetD2D16_v2), DRV(cuMemsetD2D16_v2_ptds),
+      DRV(cuMemsetD2D32_v2), DRV(cuMemsetD2D32_v2_ptds), DRV(cuMemsetD2D8Async),
+      DRV(cuMemsetD2D8Async_ptsz), DRV(cuMemsetD2D16Async), DRV(cuMemsetD2D16Async_ptsz),
+      DRV(cuMemsetD2D32Async), DRV(cuMemsetD2D32Async_ptsz)}},
     {api_effect::allocate, call_handling::allocate_device,
      {DRV(cuMemAlloc_v2), DRV(cuMemAllocAsync), DRV(cuMemAllocAsync_ptsz),
       DRV(cuMemAllocFromPoolAsync), DRV(cuMemAllocFromPoolAsync_ptsz)}},
@@ -207,6 +225,10 @@ const rows driver_rows[] = {
       DRV(cuStreamBeginCapture), DRV(cuStreamBeginCapture_ptsz), DRV(cuStreamBeginCapture_v2),
       DRV(cuStreamBeginCapture_v2_ptsz), DRV(cuStreamEndCapture), DRV(cuStreamEndCapture_ptsz),
       DRV(cuGraphUpload), DRV(cuGraphUpload_ptsz)}},
+    {api_effect::order, call_handling::graph_copy, {DRV(cuGraphAddMemcpyNode)}},
+    {api_effect::order, call_handling::graph_set, {DRV(cuGraphAddMemsetNode)}},
+    {api_effect::order, call_handling::graph_node, {DRV(cuGraphAddNode)}},
+    {api_effect::order, call_handling::graph_node_with_edges, {DRV(cuGraphAddNode_v2)}},
 };
 
 #undef RT

@@ -31,8 +31,18 @@ enum class call_handling : std::uint8_t {
   plain,             // the correlation id on entry, no parameters read
   copy,              // (destination, source) first
   copy_peer,         // cudaMemcpyPeer[Async]: (dst, dstDevice, src, ...)
-  copy_2d,           // cudaMemcpy2D[Async]: (dst, dpitch, src, ...)
+  copy_2d,           // cudaMemcpy2D[Async]: (dst, dpitch, src, ...); driver: a CUDA_MEMCPY2D
+  copy_3d,           // a cudaMemcpy3DParms (driver: CUDA_MEMCPY3D) first
+  copy_3d_peer,      // a cudaMemcpy3DPeerParms (driver: CUDA_MEMCPY3D_PEER) first
   set,               // destination first
+  // Calls that add a copy or memset node to a graph: the addresses are read as
+  // for the copy; the node made inside the call keeps them (its records carry
+  // the graph launch's correlation id, so none is written for the call).
+  graph_copy,             // a cudaMemcpy3DParms / CUDA_MEMCPY3D, fifth
+  graph_copy_1d,          // cudaGraphAddMemcpyNode1D: (..., dst, src, count, kind)
+  graph_set,              // a cudaMemsetParams / CUDA_MEMSET_NODE_PARAMS, fifth
+  graph_node,             // cuGraphAddNode: a CUgraphNodeParams, fifth
+  graph_node_with_edges,  // cudaGraphAddNode, cuGraphAddNode_v2: the node's parameters, sixth
   allocate_device,   // the address written through the first parameter on exit
   allocate_managed,
   allocate_pinned,
