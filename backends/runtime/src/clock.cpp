@@ -151,8 +151,14 @@ void host_clock::add_sync_point() {
     const std::uint64_t reached = std::max(newest_pair_.raw, converted_up_to_);
     from = {reached, apply(segments_.back(), reached)};
   }
+  if (point.raw <= from.raw) {
+    // A value converted from past this reading (another core's counter a
+    // little ahead): not a place to start from; the next pair starts afresh.
+    converted_up_to_ = 0;
+    return;
+  }
   // The extrapolation ran ahead of the clock: it goes on until a later pair.
-  if (point.raw <= from.raw || point.ns <= from.ns) return;
+  if (point.ns <= from.ns) return;
   segments_.push_back(segment_between(from, point));
   newest_pair_ = point;
   if (segments_.size() > max_segments) segments_.pop_front();
