@@ -1,7 +1,7 @@
 # The MPI example run with `mpirun -np 2` (OpenMPI, also as root in CI).
 # MODE=chrome: one Chrome trace per rank (the pid in each name), both passing
 #   ferret-trace-check, each with the rank's metadata and the region recorded
-#   before MPI_Init.
+#   before MPI_Init; then with one file name: rank 0's there, rank 1's beside it.
 # MODE=otf2: ONE archive for both ranks, read back with ferret-otf2-check (two
 #   process location groups, each rank's threads, the expected regions,
 #   balance, time order, events before MPI_Init) and otf2-print (exit 0, empty
@@ -41,9 +41,9 @@ function(run_ranks backend output)
   endif()
 endfunction()
 
-if(MODE STREQUAL "chrome")
-  run_ranks(chrome ${WORK}/traces/)
-  file(GLOB traces ${WORK}/traces/ferret-heat_mpi-*.json)
+# Both traces pass ferret-trace-check, with ranks 0 and 1 and every region;
+# prints the rank of each trace into `ranks` (in the order of `traces`).
+function(check_rank_traces traces ranks)
   list(LENGTH traces count)
   if(NOT count EQUAL 2)
     message(FATAL_ERROR "expected one trace per rank, found ${count}: ${traces}")
@@ -70,11 +70,27 @@ if(MODE STREQUAL "chrome")
       endif()
     endforeach()
   endforeach()
+  set(${ranks} ${ranks_seen} PARENT_SCOPE)
+endfunction()
+
+if(MODE STREQUAL "chrome")
+  run_ranks(chrome ${WORK}/traces/)
+  file(GLOB traces ${WORK}/traces/ferret-heat_mpi-*.json)
+  check_rank_traces("${traces}" ranks_seen)
   list(SORT ranks_seen)
   if(NOT ranks_seen STREQUAL "0;1")
     message(FATAL_ERROR "ranks in the traces: ${ranks_seen}")
   endif()
   message(STATUS "two traces, ranks 0 and 1, all regions present")
+  # One file name for both ranks: rank 0 writes it, rank 1 beside it with its
+  # pid, silently (run_ranks allows no other message).
+  run_ranks(chrome ${WORK}/heat.json)
+  file(GLOB beside ${WORK}/heat-*.json)
+  check_rank_traces("${WORK}/heat.json;${beside}" ranks_seen)
+  if(NOT ranks_seen STREQUAL "0;1")
+    message(FATAL_ERROR "heat.json and ${beside}: ranks ${ranks_seen}, expected 0 and 1")
+  endif()
+  message(STATUS "one name: rank 0 in heat.json, rank 1 beside it")
 elseif(MODE STREQUAL "otf2")
   run_ranks(otf2 ${WORK}/heat.otf2)
   file(GLOB anchors ${WORK}/*/traces.otf2 ${WORK}/traces.otf2)

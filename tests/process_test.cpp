@@ -293,6 +293,40 @@ TEST_CASE("fork: the child never writes into the parent's trace") {
       CHECK(report.metadata.at("events-dropped") == 0);
     }
   }
+  SUBCASE("a program it starts (fork and exec) writes beside it, with its pid") {
+    // PyTorch's compile workers and a script's subprocesses inherit
+    // FERRET_OUTPUT: each used to overwrite the other's trace.
+    const auto result = run("spawn", {{"FERRET_BACKEND", "chrome,tau"}, {"FERRET_OUTPUT", "run"}});
+    CHECK(result.exit_code == 0);
+    std::size_t parent_traces = 0, child_traces = 0, child_profiles = 0;
+    for (const auto& file : result.files()) {
+      const std::string name = fs::relative(file, result.directory).string();
+      CAPTURE(name);
+      if (name == "run.json") {
+        ++parent_traces;
+        const auto report = checked(file);
+        CHECK(count(report, "parent before spawn") == 1);
+        CHECK(count(report, "parent after spawn") == 1);
+        CHECK(count(report, "spawned child") == 0);
+      } else if (name.rfind("run-", 0) == 0 && file.extension() == ".json") {
+        ++child_traces;
+        const auto report = checked(file);
+        CHECK(count(report, "spawned child") == 1);
+        CHECK(count(report, "parent before spawn") == 0);
+      } else if (name.rfind("run-", 0) == 0) {
+        child_profiles += name.find("/profile.") != std::string::npos;
+      } else {
+        CHECK(name.rfind("run/profile.", 0) == 0);
+      }
+    }
+    CHECK(parent_traces == 1);
+    CHECK(child_traces == 1);
+    CHECK(child_profiles >= 1);
+    const auto lines = result.error_lines();
+    CHECK(std::count_if(lines.begin(), lines.end(), [](const std::string& line) {
+            return line.find("'run' is being written by another process") != std::string::npos;
+          }) == 1);
+  }
   SUBCASE("a child that only execs leaves no output") {
     const auto result = run("fork-exec", {{"FERRET_BACKEND", "chrome"}, {"FERRET_OUTPUT", "t-%p"}});
     CHECK(result.exit_code == 0);

@@ -119,6 +119,24 @@ int main(int argc, char** argv) {
     }
     return 0;
   }
+  if (mode == "spawn") {
+    // A program the traced one starts (fork and exec, as subprocess.Popen
+    // does) inherits FERRET_OUTPUT and traces while the parent does.
+    { FERRET_REGION("parent before spawn"); }
+    const pid_t child = fork();
+    if (child == 0) {
+      execl("/proc/self/exe", "test_app", "spawned", static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    int status = 0;
+    waitpid(child, &status, 0);
+    { FERRET_REGION("parent after spawn"); }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+  }
+  if (mode == "spawned") {
+    FERRET_REGION("spawned child");
+    return 0;
+  }
   if (mode == "fork-exec") {
     { FERRET_REGION("parent"); }
     const pid_t child = fork();

@@ -187,14 +187,11 @@ void runtime_state::fork_child() {
   // A directory that the parent's own outputs created (an OTF2 archive, a TAU
   // profile) is no place for the child's: only one FERRET_OUTPUT named counts.
   const std::string output = config_.output;
+  output_claim_.forget_inherited();
   if (output.find("%p") == std::string::npos && !output_was_directory_) {
     // One name for all processes: the child's outputs go beside the parent's,
     // with its pid added (run.json: run-<pid>.json).
-    const auto slash = output.rfind('/');
-    const auto dot = output.rfind('.');
-    const bool has_extension =
-        dot != std::string::npos && dot > 0 && (slash == std::string::npos || dot > slash + 1);
-    config_.output = has_extension ? output.substr(0, dot) + "-%p" + output.substr(dot) : output + "-%p";
+    config_.output = output_beside_with_pid(output);
     if (config_.verbose >= 2)
       message("fork child {}: FERRET_OUTPUT='{}' names one output for all processes; the child "
               "writes to '{}'",

@@ -46,6 +46,7 @@
 #include "data_object_map.hpp"
 #include "gpu_attribution.hpp"
 #include "ferret/runtime/runtime.hpp"
+#include "output_claim.hpp"
 #include "settings.hpp"
 
 namespace ferret::runtime::internal {
@@ -348,6 +349,8 @@ class runtime_state {
   // FERRET_OUTPUT named a directory before the session wrote into it: fork
   // children then write there too (see fork_child).
   bool output_was_directory_ = false;
+  // This process's hold on a FERRET_OUTPUT shared by several processes.
+  output_claim output_claim_;
 
   std::mutex flags_mutex_;
   std::vector<std::atomic<std::uint8_t>*> flags_;

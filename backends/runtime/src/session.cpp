@@ -175,7 +175,28 @@ bool runtime_state::start_session() {
     release_buffers();
     return false;
   }
-  context.output_is_directory = wants_directory || is_directory(context.output);
+  // One name for every process (no %p, not a directory named as one): the
+  // first process holds it, any other writes beside it, also once the
+  // holder's outputs made it a directory (see output_claim.hpp).
+  bool existing_directory = is_directory(context.output);
+  if (!wants_directory && config_.output.find("%p") == std::string::npos) {
+    const bool other_rank = launched_as_rank_other_than_zero();
+    const bool beside = existing_directory ? output_claim_.held_elsewhere(context.output)
+                        : other_rank       ? true
+                                           : output_claim_.hold(context.output) ==
+                                                 output_claim::outcome::held_elsewhere;
+    if (beside) {
+      const std::string shared = context.output;
+      config_.output = output_beside_with_pid(config_.output);
+      context.output = expand_output(config_.output, info);
+      existing_directory = is_directory(context.output);
+      if (!other_rank)
+        message("FERRET_OUTPUT '{}' is being written by another process; this one (pid {}) writes "
+                "beside it, to '{}'",
+                shared, info.pid, context.output);
+    }
+  }
+  context.output_is_directory = wants_directory || existing_directory;
   output_was_directory_ = context.output_is_directory;
 
   // An output that cannot be written turns off its backend only.
