@@ -19,22 +19,10 @@ const void* pitched(const void* base, std::size_t x_bytes, std::size_t y, std::s
   return static_cast<const char*>(base) + z * pitch * height + y * pitch + x_bytes;
 }
 
-// Runtime 3D parameters: an array side has no address; a pointer side's
-// x position is in bytes.
-call_addresses of_runtime_3d(const cudaMemcpy3DParms* p) {
-  if (p == nullptr) return {};
-  const void* destination =
-      p->dstArray != nullptr ? nullptr
-                             : pitched(p->dstPtr.ptr, p->dstPos.x, p->dstPos.y, p->dstPos.z,
-                                       p->dstPtr.pitch, p->dstPtr.ysize);
-  const void* source =
-      p->srcArray != nullptr ? nullptr
-                             : pitched(p->srcPtr.ptr, p->srcPos.x, p->srcPos.y, p->srcPos.z,
-                                       p->srcPtr.pitch, p->srcPtr.ysize);
-  return {destination, source};
-}
-
-call_addresses of_runtime_3d_peer(const cudaMemcpy3DPeerParms* p) {
+// Runtime 3D parameters (cudaMemcpy3DParms, cudaMemcpy3DPeerParms): an array
+// side has no address; a pointer side's x position is in bytes.
+template <typename Parameters>
+call_addresses of_runtime_3d(const Parameters* p) {
   if (p == nullptr) return {};
   const void* destination =
       p->dstArray != nullptr ? nullptr
@@ -107,7 +95,7 @@ call_addresses runtime_addresses(call_handling handling, const void* params) {
     case call_handling::copy_3d:
       return of_runtime_3d(static_cast<const cudaMemcpy3D_v3020_params*>(params)->p);
     case call_handling::copy_3d_peer:
-      return of_runtime_3d_peer(static_cast<const cudaMemcpy3DPeer_v4000_params*>(params)->p);
+      return of_runtime_3d(static_cast<const cudaMemcpy3DPeer_v4000_params*>(params)->p);
     case call_handling::set:
       return {static_cast<const cudaMemset_v3020_params*>(params)->devPtr, nullptr};
     case call_handling::graph_copy:
