@@ -16,7 +16,9 @@ constexpr setting table[] = {
      "each annotation costs one load and one branch."},
     {"FERRET_OUTPUT", "path", "ferret-%e-%p",
      "Output file, or directory when it ends in '/' or exists. Each backend adds its extension "
-     "(.json for chrome). %p: process id, %h: host name, %e: executable name, %%: '%'."},
+     "(.json for chrome). %p: process id, %h: host name, %e: executable name, %%: '%'. A name "
+     "without %p that several processes share (children, MPI ranks): the first keeps it, the "
+     "others write beside it with their pid."},
     {"FERRET_BUFFER_SIZE", "bytes, with K/M/G suffix, at least 256K", "8M",
      "Memory for buffered events, all threads together (16 bytes per event), in chunks of 1/64 of "
      "it (4 to 64 KiB). A thread hands each full chunk to the background thread and goes on in a "
