@@ -4,7 +4,7 @@
 --mode chrome: one Chrome trace per rank, each passing ferret-trace-check, with
   the MPI calls as regions of category "mpi" inside the program's regions;
   ferret-merge joins them into one trace (also passing ferret-trace-check) in
-  which every one of the 4 x 71 messages is a flow from its send to its
+  which every one of the 4 x 74 messages is a flow from its send to its
   receive and no receive ends before its send began.
 --mode otf2: one archive for the 4 ranks, read back by otf2-print (exit 0,
   nothing on stderr, no INVALID reference), ferret-otf2-check, python3-otf2's
@@ -16,7 +16,7 @@
 --mode tau: one TAU profile per rank, passing ferret-tau-check, with the
   message sizes as TAU's MPI wrapper writes them: "Message size sent to node
   <n>" per peer (the counts and sizes the app sends), "... sent to all nodes"
-  and "... received from all nodes" (71 each).
+  and "... received from all nodes" (74 each).
 --mode summary: every rank prints its summary; rank 0's has the rank x rank
   matrix of point-to-point bytes (gathered in MPI_Finalize) with the bytes the
   app sends, and every rank's "MPI calls" table lists the calls with their bytes.
@@ -35,7 +35,7 @@ import subprocess
 import sys
 
 RANKS = 4
-MESSAGES_PER_RANK = 20 + 40 + 5 + 5 + 1  # ring, halo, shift, pair, dup (see the app)
+MESSAGES_PER_RANK = 20 + 40 + 3 + 5 + 5 + 1  # ring, halo, persistent, shift, pair, dup (see the app)
 # Blocking collectives: 9 + 6 v- and reduce-scatter ones in "collectives", 1 in the pair
 # (the non-blocking ones are regions, not OTF2 collective records).
 COLLECTIVES_PER_RANK = 9 + 6 + 1
@@ -120,7 +120,8 @@ def check_rank_traces(files):
                      "MPI_Barrier", "MPI_Comm_split", "MPI_Comm_dup", "MPI_Comm_free", "MPI_Wait",
                      "MPI_Gatherv", "MPI_Scatterv", "MPI_Allgatherv", "MPI_Reduce_scatter",
                      "MPI_Reduce_scatter_block", "MPI_Exscan", "MPI_Iallreduce", "MPI_Ibcast",
-                     "MPI_Ibarrier"):
+                     "MPI_Ibarrier", "MPI_Send_init", "MPI_Recv_init", "MPI_Startall",
+                     "MPI_Request_free"):
             if call not in regions:
                 fail(f"{path}: no region {call}")
             if regions[call].get("cat") != "mpi":
@@ -163,10 +164,11 @@ def check_merged(document, path):
         fail(f"{path}: {len(flows)} flow events, expected {2 * expected}")
     matrix = counts["message-bytes-matrix"]
     # Each rank sends to its right neighbour: ring 20 x 4 B, halo 20 x 512 B,
-    # shift 5 x 8 B, dup 1 x 4 B; the pair partner (rank ^ 1) gets 5 x 8 B more.
+    # persistent 3 x 16 B, shift 5 x 8 B, dup 1 x 4 B; the pair partner
+    # (rank ^ 1) gets 5 x 8 B more.
     for sender in range(RANKS):
         right = (sender + 1) % RANKS
-        expected_bytes = 20 * 4 + 20 * 512 + 5 * 8 + 4 + (5 * 8 if right == sender ^ 1 else 0)
+        expected_bytes = 20 * 4 + 20 * 512 + 3 * 16 + 5 * 8 + 4 + (5 * 8 if right == sender ^ 1 else 0)
         if matrix[sender][right] != expected_bytes:
             fail(f"{path}: {matrix[sender][right]} bytes from {sender} to {right}, expected {expected_bytes}")
     return counts["receives-before-their-send"]
@@ -188,8 +190,8 @@ def check_archive(options, skewed):
     if printed.returncode != 0 or printed.stderr or "INVALID" in printed.stdout:
         fail(f"otf2-print: exit {printed.returncode}, stderr {printed.stderr!r}, "
              f"INVALID references: {printed.stdout.count('INVALID')}")
-    for record, expected in (("MPI_SEND", 4 * 30), ("MPI_RECV", 4 * 30), ("MPI_ISEND", 4 * 41),
-                             ("MPI_IRECV", 4 * 41), ("MPI_COLLECTIVE_END", 4 * COLLECTIVES_PER_RANK)):
+    for record, expected in (("MPI_SEND", 4 * 30), ("MPI_RECV", 4 * 30), ("MPI_ISEND", 4 * 44),
+                             ("MPI_IRECV", 4 * 44), ("MPI_COLLECTIVE_END", 4 * COLLECTIVES_PER_RANK)):
         found = sum(1 for line in printed.stdout.splitlines() if line.split(" ", 1)[0] == record)
         if found != expected:
             fail(f"otf2-print shows {found} {record} records, expected {expected}")
@@ -209,7 +211,7 @@ def expected_bytes(sender, receiver):
     right, left = (sender + 1) % RANKS, (sender + RANKS - 1) % RANKS
     total = 0
     if receiver == right:
-        total += 20 * 4 + 20 * 512 + 5 * 8 + 4
+        total += 20 * 4 + 20 * 512 + 3 * 16 + 5 * 8 + 4
     if receiver == left:
         total += 20 * 512
     if receiver == sender ^ 1:
@@ -264,8 +266,8 @@ def check_tau(options):
             fail(f"rank {rank}: profiles {found}")
         events = user_events(found[0])
         right, left, partner = (rank + 1) % RANKS, (rank + RANKS - 1) % RANKS, rank ^ 1
-        # To the right: ring, halo, shift, dup; to the left: halo; to the partner: pair.
-        expected = {right: [20 + 20 + 5 + 1, 512, 4], left: [20, 512, 512]}
+        # To the right: ring, halo, persistent, shift, dup; to the left: halo; to the partner: pair.
+        expected = {right: [20 + 20 + 3 + 5 + 1, 512, 4], left: [20, 512, 512]}
         expected[partner][0] += 5
         expected[partner][2] = min(expected[partner][2], 8)
         for peer, (count, largest, smallest) in expected.items():

@@ -230,6 +230,16 @@ class request_table {
     return true;
   }
 
+  bool find(MPI_Request request, pending_request& value) {
+    const std::uint64_t key = key_of(request);
+    std::lock_guard lock{mutex_};
+    std::size_t i = home(key);
+    while (slots_[i].used && slots_[i].key != key) i = (i + 1) & mask;
+    if (!slots_[i].used) return false;
+    value = slots_[i].value;
+    return true;
+  }
+
   bool take(MPI_Request request, pending_request& value) {
     const std::uint64_t key = key_of(request);
     std::lock_guard lock{mutex_};
@@ -314,11 +324,10 @@ void record_received(std::int64_t time, MPI_Comm communicator, const MPI_Status&
                  count > 0 ? static_cast<std::uint64_t>(count) : 0);
 }
 
-/// After a non-blocking send or receive was posted.
-void posted(communication_kind kind, std::int64_t time, MPI_Comm communicator, int peer, int tag,
-            std::uint64_t bytes, MPI_Request request) {
+/// After a non-blocking send or receive was posted (or a persistent one started).
+void posted(communication_kind kind, std::int64_t time, const communicator_entry* entry, int peer,
+            int tag, std::uint64_t bytes, MPI_Request request) {
   if (peer == MPI_PROC_NULL || request == MPI_REQUEST_NULL) return;
-  const communicator_entry* entry = entry_of(communicator);
   const pending_request pending{kind, entry, peer < 0 ? no_rank : static_cast<std::uint32_t>(peer),
                                 tag, bytes, g_next_request.fetch_add(1)};
   if (!g_requests.insert(request, pending)) {
@@ -330,6 +339,32 @@ void posted(communication_kind kind, std::int64_t time, MPI_Comm communicator, i
   event.bytes = kind == communication_kind::isend ? bytes : 0;
   event.request = pending.id;
   record(event);
+}
+
+void posted(communication_kind kind, std::int64_t time, MPI_Comm communicator, int peer, int tag,
+            std::uint64_t bytes, MPI_Request request) {
+  if (peer == MPI_PROC_NULL || request == MPI_REQUEST_NULL) return;
+  posted(kind, time, entry_of(communicator), peer, tag, bytes, request);
+}
+
+// Persistent requests (MPI_Send_init, MPI_Recv_init): what each start posts,
+// kept from the init call to MPI_Request_free. A started one is pending like
+// any non-blocking request; its completion leaves the handle for the next start.
+request_table g_persistent;
+
+void persistent_created(communication_kind kind, MPI_Comm communicator, int peer, int tag,
+                        std::uint64_t bytes, MPI_Request request) {
+  if (request == MPI_REQUEST_NULL) return;
+  const pending_request made{kind, entry_of(communicator),
+                             peer < 0 ? no_rank : static_cast<std::uint32_t>(peer), tag, bytes, 0};
+  if (!g_persistent.insert(request, made)) g_requests_untracked.fetch_add(1, std::memory_order_relaxed);
+}
+
+void started(MPI_Request request, std::int64_t time) {
+  pending_request made{};
+  if (request == MPI_REQUEST_NULL || !g_persistent.find(request, made)) return;
+  const int peer = made.peer == no_rank ? -1 : static_cast<int>(made.peer);
+  posted(made.kind, time, made.communicator, peer, made.tag, made.bytes, request);
 }
 
 /// `request` (the handle before the call that completed it) is done.
@@ -566,6 +601,54 @@ FERRET_EXPORT int MPI_Irecv(void* buffer, int count, MPI_Datatype type, int sour
   return result;
 }
 
+// Point to point, persistent: the init calls keep what a start posts (also
+// while not recording, for the starts after a resume).
+
+#define FERRET_MPI_PERSISTENT_SEND(function, call)                                                \
+  FERRET_EXPORT int function(const void* buffer, int count, MPI_Datatype type, int destination, \
+                             int tag, MPI_Comm communicator, MPI_Request* request) {              \
+    FERRET_MPI_CALL(#function);                                                                   \
+    const int result = call(buffer, count, type, destination, tag, communicator, request);        \
+    if (result == MPI_SUCCESS && destination != MPI_PROC_NULL)                                    \
+      fm::persistent_created(fm::communication_kind::isend, communicator, destination, tag,       \
+                             fm::bytes_of(count, type), *request);                                \
+    return result;                                                                                \
+  }
+FERRET_MPI_PERSISTENT_SEND(MPI_Send_init, PMPI_Send_init)
+FERRET_MPI_PERSISTENT_SEND(MPI_Ssend_init, PMPI_Ssend_init)
+FERRET_MPI_PERSISTENT_SEND(MPI_Bsend_init, PMPI_Bsend_init)
+FERRET_MPI_PERSISTENT_SEND(MPI_Rsend_init, PMPI_Rsend_init)
+
+FERRET_EXPORT int MPI_Recv_init(void* buffer, int count, MPI_Datatype type, int source, int tag,
+                                MPI_Comm communicator, MPI_Request* request) {
+  FERRET_MPI_CALL("MPI_Recv_init");
+  const int result = PMPI_Recv_init(buffer, count, type, source, tag, communicator, request);
+  if (result == MPI_SUCCESS && source != MPI_PROC_NULL)
+    fm::persistent_created(fm::communication_kind::irecv_request, communicator,
+                           source == MPI_ANY_SOURCE ? -1 : source, tag, fm::bytes_of(count, type),
+                           *request);
+  return result;
+}
+
+FERRET_EXPORT int MPI_Start(MPI_Request* request) {
+  FERRET_MPI_CALL("MPI_Start");
+  if (!fm::recording() || request == nullptr) return PMPI_Start(request);
+  const std::int64_t time = fm::now();
+  const int result = PMPI_Start(request);
+  if (result == MPI_SUCCESS) fm::started(*request, time);
+  return result;
+}
+
+FERRET_EXPORT int MPI_Startall(int count, MPI_Request requests[]) {
+  FERRET_MPI_CALL("MPI_Startall");
+  if (!fm::recording() || count <= 0) return PMPI_Startall(count, requests);
+  const std::int64_t time = fm::now();
+  const int result = PMPI_Startall(count, requests);
+  if (result == MPI_SUCCESS)
+    for (int i = 0; i < count; ++i) fm::started(requests[i], time);
+  return result;
+}
+
 // Completion.
 
 FERRET_EXPORT int MPI_Wait(MPI_Request* request, MPI_Status* status) {
@@ -666,9 +749,10 @@ FERRET_MPI_SOME(MPI_Testsome, PMPI_Testsome)
 
 FERRET_EXPORT int MPI_Request_free(MPI_Request* request) {
   FERRET_MPI_CALL("MPI_Request_free");
-  if (fm::recording() && request != nullptr) {
+  if (request != nullptr) {
     fm::pending_request forgotten{};
     fm::g_requests.take(*request, forgotten);  // it completes unseen
+    fm::g_persistent.take(*request, forgotten);
   }
   return PMPI_Request_free(request);
 }

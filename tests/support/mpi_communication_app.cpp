@@ -9,6 +9,8 @@
 //   split        5 x Sendrecv between the two ranks of a pair (MPI_Comm_split),
 //               then an Allreduce in the pair (an odd rank out stays alone)
 //   dup          1 x Isend/Irecv/Wait on a duplicate of MPI_COMM_WORLD
+//   persistent   3 x Startall + Waitall of a Send_init to the right and a
+//               Recv_init from the left (16 bytes), then Request_free
 // and calls every wrapped collective once on MPI_COMM_WORLD.
 #include <ferret/ferret.hpp>
 #include <mpi.h>
@@ -18,7 +20,8 @@
 
 namespace {
 
-constexpr int ring_rounds = 20, halo_rounds = 20, shift_rounds = 5, pair_rounds = 5;
+constexpr int ring_rounds = 20, halo_rounds = 20, shift_rounds = 5, pair_rounds = 5,
+              persistent_rounds = 3;
 
 void ring(int rank, int size) {
   FERRET_REGION("ring");
@@ -60,6 +63,21 @@ void halo(int rank, int size) {
       }
     }
   }
+}
+
+void persistent(int rank, int size) {
+  FERRET_REGION("persistent");
+  const int right = (rank + 1) % size, left = (rank + size - 1) % size;
+  double out[2] = {1.0 * rank, 2.0 * rank}, in[2] = {};
+  MPI_Request requests[2];
+  MPI_Recv_init(in, 2, MPI_DOUBLE, left, 6, MPI_COMM_WORLD, &requests[0]);
+  MPI_Send_init(out, 2, MPI_DOUBLE, right, 6, MPI_COMM_WORLD, &requests[1]);
+  for (int round = 0; round < persistent_rounds; ++round) {
+    MPI_Startall(2, requests);
+    MPI_Waitall(2, requests, MPI_STATUSES_IGNORE);
+  }
+  MPI_Request_free(&requests[0]);
+  MPI_Request_free(&requests[1]);
 }
 
 void shift(int rank, int size, MPI_Comm communicator, int rounds) {
@@ -152,6 +170,7 @@ int main(int argc, char** argv) {
     FERRET_REGION("exchange");
     ring(rank, size);
     halo(rank, size);
+    persistent(rank, size);
     {
       FERRET_REGION("shift");
       shift(rank, size, MPI_COMM_WORLD, shift_rounds);
