@@ -1137,6 +1137,67 @@ TEST_CASE("synchronizations are async b/e pairs on the GPU process") {
   CHECK(report.process_names.at(gpu_pid(0)) == "GPU 0");
 }
 
+// CUPTI reports operations of one stream that overlap (JAX on an H100: a
+// host-to-host copy beside the stream's kernel); Perfetto drops an X event
+// that partially overlaps another on its track, so each goes on the stream's
+// first track where it overlaps nothing, with its launch flow.
+TEST_CASE("overlapping operations of one stream go on its next track, none dropped") {
+  fixture f;
+  context_chain context;
+  f.feed(f.main_thread, {begin(1'000, context.launch_name), end(2'000, context.launch_name)});
+  static const char name[] = "_Z4stepv";
+  const auto launch = [&](std::uint64_t correlation) {
+    return launched(correlation, test_pid, 1'500, &context.launch);
+  };
+  rt::gpu_activity copy = operation(rt::gpu_operation::memcpy, 15'000, 30'000, 0, 14, launch(2));
+  copy.copy = rt::copy_kind::host_to_host;
+  copy.bytes = 8;
+  const rt::gpu_activity first[] = {kernel(10'000, 20'000, 0, 14, name, launch(1)), copy,
+                                    kernel(18'000, 19'000, 0, 14, name, launch(3)),
+                                    kernel(20'000, 25'000, 0, 14, name, launch(4))};
+  f.backend->gpu_activities(first, std::size(first));
+  f.flush(false);
+  // A later batch: the stream's first track is free again from 25 us.
+  const rt::gpu_activity second[] = {kernel(26'000, 27'000, 0, 14, name, launch(5))};
+  f.backend->gpu_activities(second, std::size(second));
+  f.flush(true);
+
+  const check::report report = checked(f.path);  // no partial overlap on any track
+  const std::uint64_t gpu = gpu_pid(0);
+  const std::uint64_t own = 15, second_track = 0x8000'0000U | (1U << 26U) | 15U,
+                      third_track = 0x8000'0000U | (2U << 26U) | 15U;
+  CHECK(report.thread_names.at({gpu, own}) == "stream 14");
+  CHECK(report.thread_names.at({gpu, second_track}) == "stream 14 (overlapping 1)");
+  CHECK(report.thread_names.at({gpu, third_track}) == "stream 14 (overlapping 2)");
+  const json doc = parse_file(f.path);
+  CHECK(metadata_events(doc, "thread_sort_index", gpu, second_track).front().at("args").at("sort_index") ==
+        14);
+  std::map<std::uint64_t, std::uint64_t> track_of;  // correlation -> tid
+  for (const json& x : events_of(doc, "X"))
+    if (x.at("pid") == gpu) track_of[x.at("args").at("correlation").get<std::uint64_t>()] = x.at("tid");
+  CHECK(track_of == std::map<std::uint64_t, std::uint64_t>{
+                        {1, own}, {2, second_track}, {3, third_track}, {4, own}, {5, own}});
+  // Each flow ends on its operation's track.
+  for (const json& finish : events_in(doc, "f", "launch")) {
+    const double ts = finish.at("ts").get<double>();
+    CHECK((ts == 15.0 ? finish.at("tid") == second_track
+                      : ts == 18.0 ? finish.at("tid") == third_track : finish.at("tid") == own));
+  }
+  CHECK(report.metadata.at("gpu-operations-written") == 5);
+  CHECK(report.metadata.count("gpu-operations-overlapping-on-track") == 0);
+
+  // Past 16 tracks an operation stays on its stream's own, and is counted.
+  fixture g;
+  std::vector<rt::gpu_activity> crowd;
+  for (int i = 0; i < 17; ++i)
+    crowd.push_back(kernel(1'000 + i, 2'000 + i, 0, 3, name, launched(0, 0, 0, nullptr)));
+  g.backend->gpu_activities(crowd.data(), crowd.size());
+  g.flush(true);
+  const check::report crowded = check::check_file(g.path);
+  CHECK(crowded.error_count == 1);  // the 17th, which Perfetto drops
+  CHECK(crowded.metadata.at("gpu-operations-overlapping-on-track") == 1);
+}
+
 TEST_CASE("GPU processes and stream tracks are named once; a late announcement renames") {
   fixture f;
   static const char name[] = "_Z4stepv";

@@ -241,7 +241,17 @@ struct gpu_state {
   bool named = false;        // its process_name event is written
   std::unordered_set<std::uint32_t> named_streams;  // streams whose track is named
   std::map<memory_kind, std::int64_t> allocated;    // bytes, allocations minus releases
+  // Per stream, the latest end on each of its tracks. CUPTI reports operations
+  // of one stream that overlap (seen with JAX on an H100: a host-to-host copy
+  // beside the stream's kernel), and Perfetto drops an X event that partially
+  // overlaps another on its track: such an operation goes on the stream's next
+  // track, "stream <n> (overlapping <k>)".
+  std::unordered_map<std::uint32_t, std::vector<std::int64_t>> track_ends;
 };
+
+// Tracks of one stream beyond which an overlapping operation stays on the
+// stream's own track (and is counted: gpu-operations-overlapping-on-track).
+constexpr std::size_t max_tracks_per_stream = 16;
 
 // The GPU process of `device`: high bit set (no real pid has it), the device in
 // the next 9 bits, the host pid's low 22 bits, so that traces of several
@@ -251,7 +261,13 @@ std::uint32_t gpu_pid(std::uint32_t device, std::uint32_t host_pid) noexcept {
 }
 
 // Stream tracks start at tid 1: a tid of 0 would land on the process's main thread.
-std::uint64_t stream_tid(std::uint32_t stream) noexcept { return std::uint64_t{stream} + 1U; }
+// A stream's further tracks (overlapping operations) set the high bit, with the
+// track's number above the stream's low 26 bits: Perfetto takes 32-bit tids only.
+std::uint64_t stream_tid(std::uint32_t stream, std::size_t track = 0) noexcept {
+  if (track == 0) return std::uint64_t{stream} + 1U;
+  return 0x8000'0000U | (std::uint64_t{track} << 26U) | ((std::uint64_t{stream} + 1U) & 0x03FF'FFFFU);
+}
+static_assert(max_tracks_per_stream <= 32, "a stream's track numbers fit in 5 bits");
 
 const char* synchronization_name(std::uint32_t detail) noexcept {
   switch (detail) {
@@ -727,17 +743,42 @@ class chrome_backend final : public runtime::backend {
 
   void name_stream(gpu_state& gpu, std::uint32_t stream) {
     if (!gpu.named_streams.insert(stream).second) return;
+    name_track(gpu, stream, 0);
+  }
+
+  void name_track(const gpu_state& gpu, std::uint32_t stream, std::size_t track) {
     begin_event();
     fmt::format_to(std::back_inserter(text_),
-                   R"({{"ph":"M","name":"thread_name","pid":{},"tid":{},)"
-                   R"("args":{{"name":"stream {}"}}}})",
-                   gpu.pid, stream_tid(stream), stream);
+                   R"({{"ph":"M","name":"thread_name","pid":{},"tid":{},"args":{{"name":"stream {})",
+                   gpu.pid, stream_tid(stream, track), stream);
+    if (track != 0) fmt::format_to(std::back_inserter(text_), " (overlapping {})", track);
+    text_.append("\"}}");
     begin_event();
     fmt::format_to(std::back_inserter(text_),
                    R"({{"ph":"M","name":"thread_sort_index","pid":{},"tid":{},)"
                    R"("args":{{"sort_index":{}}}}})",
-                   gpu.pid, stream_tid(stream), stream);
+                   gpu.pid, stream_tid(stream, track), stream);
     commit_text();
+  }
+
+  // The track of a kernel, copy or memset: its stream's first track on which
+  // it overlaps nothing written before it (see gpu_state::track_ends).
+  std::uint64_t device_track(gpu_state& gpu, const gpu_activity& activity) {
+    name_stream(gpu, activity.stream);
+    std::vector<std::int64_t>& ends = gpu.track_ends[activity.stream];
+    std::size_t track = 0;
+    while (track < ends.size() && activity.start_ns < ends[track]) ++track;
+    if (track == ends.size()) {
+      if (ends.size() == max_tracks_per_stream) {
+        ++gpu_operations_overlapping_on_track_;
+        track = 0;
+      } else {
+        ends.push_back(std::numeric_limits<std::int64_t>::min());
+        if (track != 0) name_track(gpu, activity.stream, track);
+      }
+    }
+    ends[track] = std::max({ends[track], activity.start_ns, activity.end_ns});
+    return stream_tid(activity.stream, track);
   }
 
   // ,"context":"...","launch":"..." for operations launched in `node`, built
@@ -807,12 +848,11 @@ class chrome_backend final : public runtime::backend {
   // arguments every device operation has; end_device_slice() closes it.
   void begin_device_slice(const gpu_activity& activity, gpu_state& gpu, std::string_view category,
                           std::string_view quoted_name) {
-    name_stream(gpu, activity.stream);
+    slice_tid_ = device_track(gpu, activity);
     begin_event();
     fmt::format_to(std::back_inserter(text_), R"({{"ph":"X","cat":"{}","name":)", category);
     text_.append(quoted_name);
-    fmt::format_to(std::back_inserter(text_), R"(,"pid":{},"tid":{},"ts":)", gpu.pid,
-                   stream_tid(activity.stream));
+    fmt::format_to(std::back_inserter(text_), R"(,"pid":{},"tid":{},"ts":)", gpu.pid, slice_tid_);
     append_us(text_, activity.start_ns);
     text_.append(",\"dur\":");
     append_us(text_, std::max<std::int64_t>(activity.end_ns - activity.start_ns, 0));
@@ -888,7 +928,7 @@ class chrome_backend final : public runtime::backend {
     fmt::format_to(
         std::back_inserter(text_),
         R"({{"ph":"f","bp":"e","cat":"launch","name":"launch","id":{},"pid":{},"tid":{},"ts":)",
-        id, gpu.pid, stream_tid(activity.stream));
+        id, gpu.pid, slice_tid_);
     append_us(text_, activity.start_ns);
     end_event();
   }
@@ -1078,6 +1118,9 @@ class chrome_backend final : public runtime::backend {
                    ",\"gpu-operations-written\":{},\"gpu-operations-written-without-launch\":{}",
                    unbalanced_region_ends_, unmatched_region_ends_, unfinished_regions_,
                    nonfinite_counter_samples_, gpu_operations_, gpu_operations_without_launch_);
+    if (gpu_operations_overlapping_on_track_ != 0)
+      fmt::format_to(std::back_inserter(out), ",\"gpu-operations-overlapping-on-track\":{}",
+                     gpu_operations_overlapping_on_track_);
     if (regions_too_deep_ != 0)
       fmt::format_to(std::back_inserter(out), ",\"regions-deeper-than-perfetto-shows\":{}",
                      regions_too_deep_);
@@ -1137,6 +1180,10 @@ class chrome_backend final : public runtime::backend {
   std::uint64_t regions_too_deep_ = 0;  // begun deeper than perfetto_max_depth
   std::uint64_t gpu_operations_ = 0;
   std::uint64_t gpu_operations_without_launch_ = 0;
+  // Past max_tracks_per_stream: written on their stream's track, where they
+  // overlap another operation (Perfetto drops them).
+  std::uint64_t gpu_operations_overlapping_on_track_ = 0;
+  std::uint64_t slice_tid_ = 0;  // the track of the device slice being written
 };
 
 }  // namespace
