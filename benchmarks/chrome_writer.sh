@@ -3,7 +3,7 @@
 # alone (benchmarks/chrome_writer.cpp), this tree's beside a baseline's.
 #
 # Compiles the benchmark twice against <build-dir>/lib/libferret_runtime.so:
-# with this tree's backends/chrome sources, and with those of git revision
+# with this tree's chrome writer sources, and with those of git revision
 # <baseline-ref> (default main) of the same repository. Then, for each:
 #   - wall ns per region and bytes per event, min and median of 5 interleaved
 #     runs of <regions> regions (default 2,000,000) written to a file in $TMPDIR;
@@ -21,14 +21,17 @@ command -v valgrind >/dev/null || { echo "$0: valgrind is not installed" >&2; ex
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/baseline-src"
-git -C "$source_dir" archive "$baseline" backends/chrome | tar -x -C "$work/baseline-src"
+# The writer's sources moved (backends/chrome until the tree was regrouped).
+baseline_chrome=backends/writers/chrome/src
+git -C "$source_dir" cat-file -e "$baseline:$baseline_chrome" 2>/dev/null || baseline_chrome=backends/chrome
+git -C "$source_dir" archive "$baseline" "$baseline_chrome" | tar -x -C "$work/baseline-src"
 build() {  # build <name> <chrome-source-dir>
   g++ -std=c++17 -O2 -DNDEBUG -DFMT_HEADER_ONLY=1 -I"$2" -I"$source_dir/backends/runtime/include" \
       -I"$source_dir/include" "$here/chrome_writer.cpp" "$2"/*.cpp -o "$work/$1" \
       -L"$build_dir/lib" -lferret_runtime -Wl,-rpath,"$build_dir/lib" -pthread
 }
-build baseline "$work/baseline-src/backends/chrome"
-build current "$source_dir/backends/chrome"
+build baseline "$work/baseline-src/$baseline_chrome"
+build current "$source_dir/backends/writers/chrome/src"
 
 declare -A ns bytes
 for round in 1 2 3 4 5; do
@@ -53,4 +56,4 @@ for variant in baseline current; do
   printf "%-9s %14s %14s %14.1f %12s\n" "$variant" "${times[0]}" "${times[2]}" \
     "$(echo "$difference / $small" | bc -l)" "${bytes[$variant]}"
 done
-echo "(baseline: backends/chrome of $baseline; current: this tree's)"
+echo "(baseline: $baseline_chrome of $baseline; current: this tree's)"

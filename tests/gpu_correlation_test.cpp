@@ -1,5 +1,5 @@
 // The runtime's side of GPU attribution, without a GPU: a fake collector hands
-// over operations the way backends/cupti does, and the memory backend shows
+// over operations the way backends/collectors/cupti does, and the memory backend shows
 // what the runtime made of them (launching thread and calling context, data
 // objects, names of tracked allocations, clock, counts).
 #include <doctest/doctest.h>

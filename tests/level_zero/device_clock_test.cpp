@@ -1,4 +1,4 @@
-// Kernel timestamps onto the host clock (backends/level_zero/src/device_clock.hpp):
+// Kernel timestamps onto the host clock (backends/collectors/level_zero/src/device_clock.hpp):
 // conversion with a frequency that is not a whole number of ns per tick,
 // masking to the valid bits, unwrapping around a clock pair, durations across a wrap.
 #include <doctest/doctest.h>

@@ -1,5 +1,5 @@
 // NVTX names → site records: content-keyed per-thread cache, domains,
-// categories, registered strings (backends/nvtx/src/nvtx_names.hpp).
+// categories, registered strings (backends/collectors/nvtx/src/nvtx_names.hpp).
 #include <doctest/doctest.h>
 
 #include <cstring>

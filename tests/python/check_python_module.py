@@ -1,4 +1,4 @@
-"""The `ferret` module (backends/python/module): module_program.py uses every
+"""The `ferret` module (backends/collectors/python/module): module_program.py uses every
 part of it once into a chrome trace, which is checked by ferret-trace-check
 and then for each region, mark, counter, data object, thread name and
 metadata entry. Then the module without a runtime library: one line, no effect."""

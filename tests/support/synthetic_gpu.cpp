@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "ferret/ferret.hpp"
-#include "ferret/python/call_stack.hpp"
+#include "ferret/runtime/context_source.hpp"
 #include "ferret/runtime/runtime.hpp"
 
 namespace ferret::testing {
@@ -64,7 +64,10 @@ class synthetic_collector final : public runtime::collector {
 synthetic_collector* collector() {
   static synthetic_collector* instance = [] {
     auto* made = new synthetic_collector;  // collectors outlive the process's statics
-    if (runtime::register_collector(made)) return made;
+    if (runtime::register_collector(made)) {
+      runtime::load_launch_context_sources();  // as the CUDA collector does when it starts
+      return made;
+    }
     delete made;  // no session: nothing to hand operations to
     return static_cast<synthetic_collector*>(nullptr);
   }();
@@ -73,14 +76,14 @@ synthetic_collector* collector() {
 
 std::atomic<std::uint64_t> g_correlation{1};
 
-// What backends/cupti/src/collector.cpp writes at the entry of a call that
+// What backends/collectors/cupti/src/collector.cpp writes at the entry of a call that
 // creates GPU work, and the end of the call; returns the correlation id.
 std::uint64_t api_call(const char* name) {
   const detail::runtime_api* api = detail::runtime();
   const detail::site* call = api->register_name(name, std::strlen(name), "cuda");
   const std::uint64_t correlation = g_correlation.fetch_add(1);
   detail::write(detail::word_of(call, detail::kind_begin));
-  python::record_call_stack();
+  runtime::record_launch_context();
   detail::write_with_payload(detail::word_of(call, detail::kind_correlation), correlation);
   detail::write(detail::word_of(call, detail::kind_end));
   return correlation;

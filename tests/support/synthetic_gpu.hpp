@@ -1,6 +1,6 @@
 // synthetic_gpu.hpp — a stand-in for the CUDA collector in programs that run
 // without a GPU: a launch writes into the calling thread's buffer exactly what
-// backends/cupti writes at a kernel launch (the API call's region, the Python
+// backends/collectors/cupti writes at a kernel launch (the API call's region, the Python
 // call stack, the correlation id), and a collector hands the kernel over at the
 // next drain, so that the runtime's attribution runs for real.
 #pragma once

@@ -40,10 +40,10 @@ enum event_kind : std::uint64_t {
   kind_mark = 2,     // instant
   kind_counter = 3,  // counter sample; the following slot's word holds the double
   // A GPU API call's correlation id (written by collectors such as
-  // backends/cupti inside the call's region): the following slot's word holds
+  // backends/collectors/cupti inside the call's region): the following slot's word holds
   // the id, which the runtime maps to the thread's calling context.
   kind_correlation = 4,
-  // The interpreted call stack (Python frames, backends/python) at a GPU API
+  // The interpreted call stack (Python frames, backends/collectors/python) at a GPU API
   // call, written inside the call's region before its kind_correlation: the
   // following slot's word holds the address of a call_stack that lives as
   // long as the process. The runtime puts the frames into the calling context

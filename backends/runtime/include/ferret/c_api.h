@@ -1,5 +1,5 @@
 /* ferret/c_api.h — the annotation API as plain C functions of libferret_runtime,
- * for languages that call C (Python's ctypes: backends/python/module/ferret).
+ * for languages that call C (Python's ctypes: backends/collectors/python/module/ferret).
  * C++ code uses ferret/ferret.hpp instead: its hot path is inline.
  *
  *   const void* step = ferret_name("step", NULL, NULL, NULL, 0);   once

@@ -108,7 +108,7 @@ struct session_status {
 };
 
 // ---------------------------------------------------------------------------
-// GPU activity, from collectors such as backends/cupti.
+// GPU activity, from collectors such as backends/collectors/cupti.
 
 /// A node of the calling-context tree: the annotated regions (and, as leaves,
 /// the GPU API calls) open on a thread. The root has no name. Nodes live as
@@ -222,7 +222,7 @@ struct gpu_activity {
 
 // ---------------------------------------------------------------------------
 // Communication between the processes of a run, from parallel layers such as
-// backends/mpi. The kinds follow OTF2's MPI event records, so that a backend
+// backends/collectors/mpi. The kinds follow OTF2's MPI event records, so that a backend
 // can write them one to one.
 
 enum class communication_kind : std::uint8_t {

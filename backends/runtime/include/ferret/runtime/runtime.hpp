@@ -92,7 +92,7 @@ FERRET_EXPORT bool register_collector(collector* source);
 // ---------------------------------------------------------------------------
 // Parallel runs: the processes of one run (MPI ranks) as a group.
 //
-// A parallel layer (backends/mpi, libferret_mpi.so) implements process_group
+// A parallel layer (backends/collectors/mpi, libferret_mpi.so) implements process_group
 // over its runtime, so that the runtime and the backends need no MPI:
 //   1. when its library is loaded (before the session starts), it calls
 //      expect_process_group(): backends that write one output for all

@@ -1,0 +1,840 @@
+// ferret's report page: draws the views from the run's data (the JSON in
+// #ferret-data, written by backends/writers/report/src/report_data.cpp). Every text
+// from the data goes into the page through text nodes and attributes, never
+// as markup, so a name cannot add elements or run code. Drawing is plain
+// SVG: a few nodes, matrices, strips and bars need no library.
+'use strict';
+(function () {
+  // A failure is shown on the page and left where the tests look.
+  window.addEventListener('error', (event) => {
+    document.body.dataset.error = String(event.message);
+    document.body.prepend(document.createTextNode('The report could not be drawn: ' + event.message));
+  });
+  const data = JSON.parse(document.getElementById('ferret-data').textContent);
+  const run = data.run;
+
+  // --- numbers, written as number_format.cpp writes them -----------------------
+  // Exact integer rounding, ties to even, so that the digits match the summary's.
+  function rounded(numerator, denominator) {
+    const quotient = numerator / denominator;
+    const twiceRemainder = 2n * (numerator % denominator);
+    if (twiceRemainder > denominator || (twiceRemainder === denominator && quotient % 2n === 1n))
+      return quotient + 1n;
+    return quotient;
+  }
+  function withDecimals(units, digits) {
+    const scale = 10n ** BigInt(digits);
+    return (units / scale).toString() + '.' + (units % scale).toString().padStart(digits, '0');
+  }
+  const format = {
+    bytes(value) {
+      const bytes = BigInt(value);
+      if (bytes < 1024n) return bytes.toString() + ' B';
+      const units = ['KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
+      let unit = 0;
+      let divisor = 1024n;
+      while (unit + 1 < units.length && bytes / divisor >= 1024n) {
+        divisor *= 1024n;
+        ++unit;
+      }
+      return withDecimals(rounded(bytes * 10n, divisor), 1) + ' ' + units[unit];
+    },
+    thousandths(ns, unit) {
+      const value = BigInt(ns);
+      const negative = value < 0n;
+      const units = rounded(negative ? -value : value, unit / 1000n);
+      return (negative && units !== 0n ? '-' : '') + withDecimals(units, 3);
+    },
+    seconds(ns) { return format.thousandths(ns, 1000000000n); },
+    ms(ns) { return format.thousandths(ns, 1000000n); },
+    meanUs(totalNs, count) {
+      if (count === 0 || totalNs < 0) return '-';
+      return withDecimals(rounded(BigInt(totalNs), BigInt(count)), 3);
+    },
+    rate(bytes, ns) {
+      if (ns <= 0) return '-';
+      return withDecimals(rounded(BigInt(bytes) * 100n, BigInt(ns)), 2);
+    },
+    percent(ppmSum, count) {
+      if (count === 0) return '-';
+      return withDecimals(rounded(BigInt(ppmSum), BigInt(count) * 1000n), 1) + '%';
+    },
+    // Table cells: "-" marks nothing at all.
+    bytesCell(bytes) { return bytes === 0 ? '-' : format.bytes(bytes); },
+    count(value) { return String(value); },
+  };
+  const endLabel = (end) => (end < 0 ? 'host' : 'GPU ' + end);
+  const gpuIndex = Object.fromEntries(data.gpu_metrics.map((name, i) => [name, i]));
+  const gpu = (metrics, name) => metrics[gpuIndex[name]];
+
+  // --- the DOM, built from text --------------------------------------------------
+  function el(tag, attributes, ...children) {
+    const node = document.createElement(tag);
+    for (const [name, value] of Object.entries(attributes || {})) {
+      if (value === undefined || value === null || value === false) continue;
+      node.setAttribute(name, value === true ? '' : String(value));
+    }
+    append(node, children);
+    return node;
+  }
+  function append(node, children) {
+    for (const child of children.flat()) {
+      if (child === undefined || child === null || child === false) continue;
+      node.appendChild(typeof child === 'object' ? child : document.createTextNode(String(child)));
+    }
+    return node;
+  }
+  const SVG = 'http://www.w3.org/2000/svg';
+  function svg(tag, attributes, ...children) {
+    const node = document.createElementNS(SVG, tag);
+    for (const [name, value] of Object.entries(attributes || {}))
+      if (value !== undefined && value !== null) node.setAttribute(name, String(value));
+    return append(node, children);
+  }
+  const titled = (node, text) => { node.appendChild(svg('title', {}, text)); return node; };
+
+  // A table whose columns sort on a click on their header.
+  //   columns: {title, align: 'r'|'l', value(row) for sorting, cell(row) -> text or node, name}
+  //   options: id, sortBy (column index), ascending, key(row), onSelect(row), selected key
+  function sortableTable(columns, rows, options) {
+    let sortBy = options.sortBy;
+    let ascending = !!options.ascending;
+    let selected = options.selected;
+    const table = el('table', {id: options.id});
+    const headRow = el('tr');
+    const body = el('tbody');
+    table.append(el('thead', {}, headRow), body);
+    const headers = columns.map((column, index) => {
+      const th = el('th', {class: (column.align === 'r' ? 'r ' : '') + (column.value ? 'sortable' : ''),
+                           scope: 'col'}, column.title);
+      if (column.value)
+        th.addEventListener('click', () => {
+          ascending = sortBy === index ? !ascending : column.align !== 'r';
+          sortBy = index;
+          draw();
+        });
+      headRow.appendChild(th);
+      return th;
+    });
+    function draw() {
+      const ordered = rows.slice();
+      if (sortBy !== undefined && columns[sortBy].value) {
+        const value = columns[sortBy].value;
+        ordered.sort((a, b) => {
+          const x = value(a);
+          const y = value(b);
+          const order = x < y ? -1 : x > y ? 1 : 0;
+          return ascending ? order : -order;
+        });
+      }
+      headers.forEach((th, index) => {
+        if (index === sortBy) th.setAttribute('aria-sort', ascending ? 'ascending' : 'descending');
+        else th.removeAttribute('aria-sort');
+      });
+      body.replaceChildren(...ordered.map((row) => {
+        const key = options.key ? options.key(row) : undefined;
+        const tr = el('tr', {'data-key': key, class: options.onSelect ? 'selectable' : undefined});
+        if (key !== undefined && key === selected) tr.classList.add('selected');
+        for (const column of columns) {
+          const content = column.cell(row);
+          // Long names are clipped on screen; the whole name is the cell's title.
+          tr.appendChild(column.name
+                           ? el('td', {class: 'name', title: typeof content === 'string' ? content : undefined},
+                                el('span', {class: 'clip'}, content))
+                           : el('td', {class: column.align === 'r' ? 'r' : undefined}, content));
+        }
+        if (options.onSelect)
+          tr.addEventListener('click', () => {
+            selected = key;
+            for (const other of body.children) other.classList.toggle('selected', other === tr);
+            options.onSelect(row);
+          });
+        return tr;
+      }));
+    }
+    draw();
+    return table;
+  }
+
+  // --- views and navigation ----------------------------------------------------------
+  const views = [
+    {id: 'system', title: 'System', draw: drawSystem},
+    {id: 'objects', title: 'Objects', draw: drawObjects},
+    {id: 'code', title: 'Code', draw: drawCode},
+    {id: 'devices', title: 'Devices', draw: drawDevices},
+    {id: 'run', title: 'Run', draw: drawRun},
+  ];
+  const tabs = document.getElementById('tabs');
+  // A location's hash names a view and, after a '/', an item in it: #objects/2.
+  function follow(hash) {
+    const [id, key] = hash.split('/');
+    show(id);
+    if (key !== undefined && selectInView[id]) selectInView[id](key);
+  }
+  function show(id) {
+    if (!views.some((view) => view.id === id)) id = hasGpuData() ? 'system' : 'code';
+    for (const view of views) {
+      document.getElementById('view-' + view.id).classList.toggle('shown', view.id === id);
+      document.getElementById('tab-' + view.id).setAttribute('aria-selected', view.id === id);
+    }
+  }
+  function hasGpuData() { return run.gpu_operations > 0; }
+  // Follows a link from one view to an item of another.
+  const selectInView = {};
+  function jump(view, key) {
+    location.hash = view + '/' + key;  // follows it
+  }
+
+  // --- the system view: who moved how much to whom ------------------------------------
+  function drawSystem(root) {
+    root.append(el('h2', {}, 'System: data movement between the host and the GPUs'));
+    const matrices = data.traffic.filter((matrix) => matrix.cells.length > 0);
+    if (matrices.length === 0) {
+      root.append(el('p', {class: 'note'}, 'No data moved between the host and GPUs in this run.'));
+      return;
+    }
+    let matrix = matrices[0];
+    let measure = 'bytes';
+    const controls = el('div', {class: 'controls'});
+    const picture = el('div', {class: 'split'});
+    root.append(controls, picture);
+    const radio = (name, value, label, checked, change) => {
+      const input = el('input', {type: 'radio', name, value, id: 'system-' + name + '-' + value,
+                                 checked});
+      input.addEventListener('change', () => change(value));
+      return el('label', {}, input, ' ', label);
+    };
+    controls.append(el('span', {}, 'Edges and cells by '),
+                    radio('measure', 'bytes', 'bytes', true, (v) => { measure = v; redraw(); }),
+                    radio('measure', 'operations', 'operations', false, (v) => { measure = v; redraw(); }));
+    if (matrices.length > 1)
+      controls.append(el('span', {}, 'Traffic: '),
+                      ...matrices.map((m, i) => radio('matrix', i, m.name, i === 0,
+                                                      (v) => { matrix = matrices[v]; redraw(); })));
+    const csv = el('button', {class: 'action', id: 'system-csv', type: 'button'}, 'Export matrix as CSV');
+    csv.addEventListener('click', () => {
+      const lines = ['from,to,bytes,operations'];
+      for (const [from, to, bytes, operations] of matrix.cells)
+        lines.push([endLabel(from), endLabel(to), bytes, operations].join(','));
+      const link = el('a', {href: URL.createObjectURL(new Blob([lines.join('\n') + '\n'], {type: 'text/csv'})),
+                            download: 'ferret-' + matrix.name + '-matrix.csv'});
+      document.body.appendChild(link);
+      link.click();
+      link.remove();
+    });
+    controls.append(csv);
+
+    const copies = data.copies;
+    const totalBytes = copies.reduce((sum, row) => sum + row.bytes, 0);
+    const totalCount = copies.reduce((sum, row) => sum + row.count, 0);
+    root.append(el('h3', {}, 'Copies by direction'),
+                el('p', {id: 'system-total'}, format.count(totalCount) + ' copies moved ' +
+                   format.bytes(totalBytes) + ' in all.'),
+                sortableTable([
+                  {title: 'direction', cell: (r) => r.kind, value: (r) => r.kind},
+                  {title: 'count', align: 'r', cell: (r) => format.count(r.count), value: (r) => r.count},
+                  {title: 'bytes', align: 'r', cell: (r) => format.bytes(r.bytes), value: (r) => r.bytes},
+                  {title: 'total ms', align: 'r', cell: (r) => format.ms(r.ns), value: (r) => r.ns},
+                  {title: 'mean GB/s', align: 'r', cell: (r) => format.rate(r.bytes, r.ns),
+                   value: (r) => (r.ns > 0 ? r.bytes / r.ns : -1)},
+                ], copies, {id: 'system-copies'}));
+
+    function redraw() {
+      const value = (cell) => (measure === 'bytes' ? cell[2] : cell[3]);
+      const text = (amount) => (measure === 'bytes' ? format.bytesCell(amount) : amount === 0 ? '-' : format.count(amount));
+      picture.replaceChildren(graph(matrix, value, text), heatmap(matrix, value, text));
+    }
+    redraw();
+  }
+
+  // Host and GPUs on a circle, the host on the left; an arrow per direction.
+  function graph(matrix, value, text) {
+    const ends = data.ends;
+    const size = 460;
+    const center = size / 2;
+    const radius = ends.length > 1 ? 165 : 0;
+    const at = new Map(ends.map((end, i) => {
+      const angle = Math.PI + (2 * Math.PI * i) / ends.length;
+      return [end, {x: center + radius * Math.cos(angle), y: center + radius * Math.sin(angle)}];
+    }));
+    const max = Math.max(1, ...matrix.cells.map(value));
+    const picture = svg('svg', {id: 'system-graph', width: size, height: size, viewBox: `0 0 ${size} ${size}`,
+                                role: 'img', 'aria-label': 'data movement graph'});
+    picture.append(svg('defs', {}, svg('marker', {id: 'arrow', viewBox: '0 0 10 10', refX: 9, refY: 5,
+                                                  markerUnits: 'userSpaceOnUse', markerWidth: 12, markerHeight: 12,
+                                                  orient: 'auto-start-reverse'},
+                                           svg('path', {d: 'M0,0 L10,5 L0,10 z', fill: '#2f6fbd'}))));
+    const nodeRadius = 34;
+    const within = new Map();
+    for (const cell of matrix.cells) {
+      const [from, to] = cell;
+      const amount = value(cell);
+      if (amount === 0) continue;
+      if (from === to) { within.set(from, amount); continue; }
+      const a = at.get(from);
+      const b = at.get(to);
+      const dx = b.x - a.x;
+      const dy = b.y - a.y;
+      const length = Math.hypot(dx, dy) || 1;
+      // Bend to the right of the direction, so that the two directions part.
+      const bend = 0.18 * length;
+      const control = {x: (a.x + b.x) / 2 - (dy / length) * bend, y: (a.y + b.y) / 2 + (dx / length) * bend};
+      const start = toward(a, control, nodeRadius);
+      const end = toward(b, control, nodeRadius + 4);
+      const width = 1.5 + 9 * (amount / max);
+      const path = svg('path', {d: `M${start.x},${start.y} Q${control.x},${control.y} ${end.x},${end.y}`,
+                                fill: 'none', stroke: 'rgba(47,111,189,' + (0.35 + 0.6 * amount / max) + ')',
+                                'stroke-width': width, 'marker-end': 'url(#arrow)',
+                                'data-from': from, 'data-to': to});
+      titled(path, `${endLabel(from)} → ${endLabel(to)}: ${text(amount)}`);
+      const middle = {x: 0.25 * start.x + 0.5 * control.x + 0.25 * end.x,
+                      y: 0.25 * start.y + 0.5 * control.y + 0.25 * end.y};
+      picture.append(path, svg('text', {x: middle.x, y: middle.y - 4, 'text-anchor': 'middle'}, text(amount)));
+    }
+    const device = new Map(data.devices.map((d) => [d.id, d]));
+    for (const end of ends) {
+      const p = at.get(end);
+      const info = device.get(end) && device.get(end).info;
+      const node = svg('g', {'data-end': end},
+                       svg('circle', {cx: p.x, cy: p.y, r: nodeRadius, fill: end < 0 ? '#fbe9dc' : '#dde8f6',
+                                      stroke: end < 0 ? '#d6602e' : '#2f6fbd', 'stroke-width': 1.5}),
+                       svg('text', {x: p.x, y: p.y + 4, 'text-anchor': 'middle', 'font-weight': 600}, endLabel(end)));
+      if (within.has(end))
+        node.append(svg('text', {x: p.x, y: p.y + nodeRadius + 14, 'text-anchor': 'middle', class: 'muted'},
+                        'within: ' + text(within.get(end))));
+      if (info) titled(node, info.name);
+      picture.append(node);
+    }
+    return picture;
+  }
+  function toward(from, to, distance) {
+    const dx = to.x - from.x;
+    const dy = to.y - from.y;
+    const length = Math.hypot(dx, dy) || 1;
+    return {x: from.x + (dx / length) * distance, y: from.y + (dy / length) * distance};
+  }
+
+  // Rows: where the data came from; columns: where it went.
+  function heatmap(matrix, value, text) {
+    const ends = data.ends;
+    const cells = new Map(matrix.cells.map((cell) => [cell[0] + ',' + cell[1], value(cell)]));
+    const max = Math.max(1, ...cells.values());
+    const table = el('table', {id: 'system-matrix'});
+    table.append(el('thead', {}, el('tr', {}, el('th', {}, 'from \\ to'),
+                                   ends.map((end) => el('th', {class: 'r'}, endLabel(end))))));
+    const body = el('tbody');
+    for (const from of ends) {
+      const row = el('tr', {}, el('th', {scope: 'row'}, endLabel(from)));
+      for (const to of ends) {
+        const amount = cells.get(from + ',' + to) || 0;
+        const cell = el('td', {class: 'r', 'data-from': from, 'data-to': to}, text(amount));
+        if (amount > 0) cell.style.background = `rgba(47, 111, 189, ${0.12 + 0.75 * amount / max})`;
+        row.append(cell);
+      }
+      body.append(row);
+    }
+    table.append(body);
+    return el('div', {}, el('h3', {}, 'Matrix'), table);
+  }
+
+  // --- the object view: each data object, where it went, what touched it --------------
+  function objectName(object) { return object.name; }
+  function lifetime(object) {
+    const from = object.registered_ns === null ? 'start' : format.ms(object.registered_ns) + ' ms';
+    const to = object.unregistered_ns === null ? 'end' : format.ms(object.unregistered_ns) + ' ms';
+    return from + ' – ' + to;
+  }
+  function heatStrip(object, width, height, withTitles) {
+    const strip = svg('svg', {width, height, class: 'heat', role: 'img',
+                              'aria-label': 'bytes touched over the address range'});
+    strip.append(svg('rect', {x: 0, y: 0, width, height, fill: '#eef0f4'}));
+    if (!object.heat) return strip;
+    const max = Math.max(1, ...object.heat);
+    const binWidth = width / object.heat.length;
+    const binBytes = object.bytes / object.heat.length;
+    object.heat.forEach((bytes, i) => {
+      if (bytes === 0) return;
+      const rect = svg('rect', {x: i * binWidth, y: 0, width: Math.max(binWidth, 0.5), height,
+                                fill: `rgba(214, 96, 46, ${0.2 + 0.8 * bytes / max})`});
+      if (withTitles)
+        titled(rect, `bytes ${Math.floor(i * binBytes)}–${Math.floor((i + 1) * binBytes)}: ${format.bytes(bytes)} touched`);
+      strip.append(rect);
+    });
+    return strip;
+  }
+
+  function drawObjects(root) {
+    root.append(el('h2', {}, 'Objects: data objects and what moved them'));
+    if (data.objects.length === 0) {
+      root.append(el('p', {class: 'note'}, 'No data objects in this run.'));
+      return;
+    }
+    if (data.limits.objects_shown < data.limits.objects_total)
+      root.append(el('p', {class: 'note'}, `The ${data.limits.objects_shown} objects that moved the most, of ${data.limits.objects_total}.`));
+    const detail = el('div', {class: 'panel', id: 'object-detail'},
+                      el('p', {class: 'note'}, 'Select an object for the calling contexts that moved it.'));
+    const kinds = ['HtoD', 'DtoH', 'DtoD', 'HtoH', 'PtoP'];
+    const moved = (o) => kinds.reduce((sum, kind) => sum + o.copied[kind], o.memset_bytes);
+    const columns = [
+      {title: 'object', name: true, cell: objectName, value: (o) => o.name},
+      {title: 'kind', cell: (o) => (o.automatic ? 'auto' : o.known ? 'named' : 'id only'),
+       value: (o) => (o.automatic ? 1 : 0)},
+      {title: 'where', cell: (o) => (o.known ? endLabel(o.device) + (o.memory === 'host' ? '' : ' ' + o.memory) : '-'),
+       value: (o) => o.device},
+      {title: 'size', align: 'r', cell: (o) => (o.known ? format.bytes(o.bytes) : '-'), value: (o) => o.bytes},
+      ...kinds.map((kind) => ({title: kind, align: 'r', cell: (o) => format.bytesCell(o.copied[kind]),
+                               value: (o) => o.copied[kind]})),
+      {title: 'memset', align: 'r', cell: (o) => format.bytesCell(o.memset_bytes), value: (o) => o.memset_bytes},
+      {title: 'operations', align: 'r', cell: (o) => format.count(o.operations), value: (o) => o.operations},
+      {title: 'lifetime', cell: lifetime, value: (o) => (o.registered_ns === null ? -1 : o.registered_ns)},
+      {title: 'touched', cell: (o) => heatStrip(o, 128, 12, false)},
+    ];
+    // As the summary lists them: most bytes moved first, then by id.
+    const rows = data.objects.slice().sort((a, b) => moved(b) - moved(a) || a.id - b.id);
+    let table;
+    const select = (id) => {
+      const object = data.objects.find((o) => o.id === Number(id));
+      if (!object) return;
+      table.querySelectorAll('tr').forEach((tr) => tr.classList.toggle('selected', tr.dataset.key === String(object.id)));
+      detail.replaceChildren(...objectDetail(object));
+    };
+    table = sortableTable(columns, rows, {id: 'objects-table', key: (o) => o.id, onSelect: (o) => select(o.id)});
+    selectInView.objects = select;
+    root.append(el('div', {class: 'scroll'}, table), detail);
+  }
+
+  function objectDetail(object) {
+    const parts = [el('h3', {}, object.name)];
+    const facts = [['id', object.id], ['kind', object.automatic ? 'allocation named by ferret' : object.known ? 'registered by the program' : 'known by id only']];
+    if (object.known)
+      facts.push(['address', object.address], ['size', format.bytes(object.bytes)],
+                 ['memory', object.memory + ' on ' + endLabel(object.device)]);
+    facts.push(['lifetime', lifetime(object)], ['operations', object.operations]);
+    parts.push(el('table', {class: 'facts'}, facts.map(([k, v]) => el('tr', {}, el('th', {}, k), el('td', {}, v)))));
+    if (object.heat) {
+      parts.push(el('h3', {}, 'Bytes touched over the address range'), heatStrip(object, 640, 28, true),
+                 el('div', {class: 'note'}, `offset 0 … ${format.bytes(object.bytes)}, ${object.heat.length} equal parts`));
+    }
+    if (object.bytes_not_placed > 0)
+      parts.push(el('p', {class: 'note'}, `${format.bytes(object.bytes_not_placed)} moved at no known place in the object (no address, or past its end).`));
+    parts.push(el('h3', {}, 'Flows'), sortableTable([
+      {title: 'direction', cell: (f) => f.direction, value: (f) => f.direction},
+      {title: 'kind', cell: (f) => f.kind, value: (f) => f.kind},
+      {title: 'from', cell: (f) => endLabel(f.from), value: (f) => f.from},
+      {title: 'to', cell: (f) => endLabel(f.to), value: (f) => f.to},
+      {title: 'bytes', align: 'r', cell: (f) => format.bytes(f.bytes), value: (f) => f.bytes},
+      {title: 'operations', align: 'r', cell: (f) => format.count(f.operations), value: (f) => f.operations},
+    ], object.flows, {id: 'object-flows', sortBy: 4}));
+    const contexts = data.context_objects.filter((row) => row[1] === object.id);
+    parts.push(el('h3', {}, 'Calling contexts that moved it'), sortableTable([
+      {title: 'context', name: true, cell: (r) => contextPath(r[0], true), value: (r) => contextPath(r[0], true)},
+      {title: 'bytes', align: 'r', cell: (r) => format.bytes(r[2]), value: (r) => r[2]},
+      {title: 'operations', align: 'r', cell: (r) => format.count(r[3]), value: (r) => r[3]},
+    ], contexts, {id: 'object-contexts', sortBy: 1, key: (r) => r[0], onSelect: (r) => jump('code', r[0])}));
+    return parts;
+  }
+
+  // --- the code view: the calling-context tree with host and GPU metrics ----------------
+  const contexts = data.contexts;
+  const childrenOf = contexts.map(() => []);
+  const depthOf = contexts.map(() => 0);
+  contexts.forEach((node, i) => {
+    if (i === 0) return;
+    childrenOf[node.parent].push(i);
+    depthOf[i] = depthOf[node.parent] + 1;  // parents come first
+  });
+  // Inclusive GPU metrics: children come after their parents.
+  const inclusiveGpu = contexts.map((node) => node.gpu.slice());
+  for (let i = contexts.length - 1; i > 0; --i)
+    inclusiveGpu[i].forEach((value, k) => { inclusiveGpu[contexts[i].parent][k] += value; });
+  function contextLabel(node) {
+    if (node.domain && !node.synthetic) return node.name + ' [' + node.domain + ']';
+    return node.name;
+  }
+  function contextPath(index, withApiCalls) {
+    const names = [];
+    for (let at = index; at !== 0; at = contexts[at].parent)
+      if (withApiCalls || !contexts[at].api_call) names.push(contexts[at].name);
+    return names.length === 0 ? '(no region)' : names.reverse().join('/');
+  }
+  function sourceLocation(node) {
+    if (!node.file) return '';
+    return node.line ? node.file + ':' + node.line : node.file;
+  }
+  // The file's name without its directories (the whole path is the cell's title).
+  function shortLocation(node) {
+    const where = sourceLocation(node);
+    return where.slice(where.lastIndexOf('/') + 1);
+  }
+  // The subtree's nodes, for what a context moved with everything it called.
+  function subtree(index) {
+    const nodes = [];
+    const stack = [index];
+    while (stack.length) {
+      const at = stack.pop();
+      nodes.push(at);
+      stack.push(...childrenOf[at]);
+    }
+    return new Set(nodes);
+  }
+
+  function drawCode(root) {
+    root.append(el('h2', {}, 'Code: the calling-context tree'),
+                el('p', {class: 'note'}, 'Host time is summed over threads. GPU metrics (HPCToolkit\'s names): ' +
+                   'GKER kernel time, GXCOPY copies, GMSET memsets, GMEM allocations, GSYNC synchronization; ' +
+                   'inclusive values add what the contexts below launched.'));
+    if (data.limits.contexts_shown < data.limits.contexts_total)
+      root.append(el('p', {class: 'note'}, `The ${data.limits.contexts_shown} heaviest of ${data.limits.contexts_total} calling contexts, with their callers.`));
+    let inclusive = true;
+    const expanded = new Set([0]);
+    const autoDepth = contexts.length <= 300 ? Infinity : 2;
+    contexts.forEach((node, i) => { if (depthOf[i] < autoDepth) expanded.add(i); });
+    let selected = null;
+    const metricColumns = [
+      {title: 'GKER ms', metric: 'kernel_ns', text: format.ms},
+      {title: 'kernels', metric: 'kernels', text: format.count},
+      {title: 'GXCOPY ms', metric: 'copy_ns', text: format.ms},
+      {title: 'GXCOPY bytes', metric: 'copy_bytes', text: format.bytesCell},
+      {title: 'GMSET bytes', metric: 'memset_bytes', text: format.bytesCell},
+      {title: 'GMEM bytes', metric: 'allocated_bytes', text: format.bytesCell},
+      {title: 'GSYNC ms', metric: 'sync_ns', text: format.ms},
+    ];
+    const columns = [
+      {title: 'context', value: (i) => contextLabel(contexts[i])},
+      {title: 'file:line', value: (i) => sourceLocation(contexts[i])},
+      {title: 'calls', align: 'r', value: (i) => contexts[i].calls},
+      {title: 'host ms (incl)', align: 'r', value: (i) => contexts[i].inclusive_ns},
+      {title: 'host ms (excl)', align: 'r', value: (i) => contexts[i].exclusive_ns},
+      ...metricColumns.map((c) => ({title: c.title, align: 'r',
+                                    value: (i) => gpu(inclusive ? inclusiveGpu[i] : contexts[i].gpu, c.metric)})),
+    ];
+    let sortBy = 3;
+    let ascending = false;
+    const controls = el('div', {class: 'controls'});
+    const toggle = el('input', {type: 'checkbox', id: 'code-gpu-inclusive', checked: true});
+    toggle.addEventListener('change', () => { inclusive = toggle.checked; draw(); });
+    const expandAll = el('button', {class: 'action', type: 'button'}, 'Expand all');
+    expandAll.addEventListener('click', () => { contexts.forEach((_, i) => expanded.add(i)); draw(); });
+    const collapseAll = el('button', {class: 'action', type: 'button'}, 'Collapse all');
+    collapseAll.addEventListener('click', () => { expanded.clear(); expanded.add(0); draw(); });
+    controls.append(el('label', {}, toggle, ' GPU metrics inclusive'), expandAll, collapseAll);
+    const table = el('table', {id: 'code-tree'});
+    const headRow = el('tr');
+    const body = el('tbody');
+    table.append(el('thead', {}, headRow), body);
+    const headers = columns.map((column, index) => {
+      const th = el('th', {class: 'sortable' + (column.align === 'r' ? ' r' : ''), scope: 'col'}, column.title);
+      th.addEventListener('click', () => {
+        ascending = sortBy === index ? !ascending : column.align !== 'r';
+        sortBy = index;
+        draw();
+      });
+      headRow.append(th);
+      return th;
+    });
+    const detail = el('div', {class: 'panel', id: 'code-detail'},
+                      el('p', {class: 'note'}, 'Select a context for the data objects and device pairs it moved data between.'));
+    function ordered(indices) {
+      const value = columns[sortBy].value;
+      return indices.slice().sort((a, b) => {
+        const x = value(a);
+        const y = value(b);
+        const order = x < y ? -1 : x > y ? 1 : 0;
+        return ascending ? order : -order;
+      });
+    }
+    function row(index) {
+      const node = contexts[index];
+      const metrics = inclusive ? inclusiveGpu[index] : node.gpu;
+      const hasChildren = childrenOf[index].length > 0;
+      const twisty = el('span', {class: 'tree-toggle'}, hasChildren ? (expanded.has(index) ? '▾' : '▸') : '');
+      twisty.addEventListener('click', (event) => {
+        event.stopPropagation();
+        if (expanded.has(index)) expanded.delete(index); else expanded.add(index);
+        draw();
+      });
+      const name = el('td', {class: 'name'}, el('span', {style: `padding-left:${Math.min(depthOf[index], 40) * 14}px`}), twisty,
+                      el('span', {class: 'clip'}, index === 0 ? '(whole program)' : contextLabel(node)));
+      const tr = el('tr', {'data-context': index, 'data-path': index === 0 ? '' : contextPath(index, true),
+                           class: 'selectable' + (node.api_call ? ' api' : '') + (node.synthetic ? ' synthetic' : '') +
+                                  (index === selected ? ' selected' : '')},
+                    name, el('td', {title: sourceLocation(node) || undefined}, shortLocation(node)),
+                    el('td', {class: 'r'}, index === 0 ? '' : format.count(node.calls)),
+                    el('td', {class: 'r'}, format.ms(node.inclusive_ns)),
+                    el('td', {class: 'r'}, format.ms(node.exclusive_ns)),
+                    metricColumns.map((c) => el('td', {class: 'r'}, c.text(gpu(metrics, c.metric)))));
+      tr.addEventListener('click', () => select(index));
+      return tr;
+    }
+    function draw() {
+      headers.forEach((th, index) => {
+        if (index === sortBy) th.setAttribute('aria-sort', ascending ? 'ascending' : 'descending');
+        else th.removeAttribute('aria-sort');
+      });
+      // Depth first, without recursion: call paths can be deep.
+      const rows = [];
+      const pending = [0];
+      while (pending.length) {
+        const index = pending.pop();
+        rows.push(row(index));
+        if (expanded.has(index)) pending.push(...ordered(childrenOf[index]).reverse());
+      }
+      body.replaceChildren(...rows);
+    }
+    function select(index) {
+      index = Number(index);
+      if (!(index >= 0 && index < contexts.length)) return;
+      selected = index;
+      for (let at = contexts[index].parent; at !== 0; at = contexts[at].parent) expanded.add(at);
+      draw();
+      const tr = body.querySelector(`tr[data-context="${index}"]`);
+      if (tr && tr.scrollIntoView) tr.scrollIntoView({block: 'nearest'});
+      detail.replaceChildren(...contextDetail(index));
+    }
+    selectInView.code = select;
+    draw();
+    root.append(controls, el('div', {class: 'scroll'}, table), detail);
+
+    if (data.paths.length > 0)
+      root.append(el('h3', {}, 'GPU work per region path (API calls folded into their region, as in the summary)'),
+                sortableTable([
+                  ...metricColumns.map((c) => ({title: c.title, align: 'r', cell: (r) => c.text(gpu(r.gpu, c.metric)),
+                                                value: (r) => gpu(r.gpu, c.metric)})),
+                  {title: 'context', name: true, cell: (r) => r.path, value: (r) => r.path},
+                ], data.paths.slice().sort((a, b) => {
+                  const x = gpu(a.gpu, 'kernel_ns') + gpu(a.gpu, 'copy_ns');
+                  const y = gpu(b.gpu, 'kernel_ns') + gpu(b.gpu, 'copy_ns');
+                  return y - x || (a.path < b.path ? -1 : a.path > b.path ? 1 : 0);
+                }), {id: 'code-paths', key: (r) => r.contexts[0], onSelect: (r) => select(r.contexts[0])}));
+    const regionLabel = (r) => (r.domain ? r.name + ' [' + r.domain + ']' : r.name);
+    root.append(el('h3', {}, 'Host regions by name (time counted once where a region nests in itself)'),
+                sortableTable([
+                  {title: 'calls', align: 'r', cell: (r) => format.count(r.calls), value: (r) => r.calls},
+                  {title: 'total ms', align: 'r', cell: (r) => format.ms(r.inclusive_ns), value: (r) => r.inclusive_ns},
+                  {title: 'region', name: true, cell: regionLabel, value: regionLabel},
+                ], data.regions, {id: 'code-regions', sortBy: 1}));
+  }
+
+  function contextDetail(index) {
+    const node = contexts[index];
+    const parts = [el('h3', {}, index === 0 ? '(whole program)' : contextPath(index, true))];
+    const facts = [];
+    if (node.function) facts.push(['function', node.function]);
+    if (node.file) facts.push(['source', sourceLocation(node)]);
+    if (index !== 0) facts.push(['calls', format.count(node.calls)]);
+    facts.push(['host time', `${format.ms(node.inclusive_ns)} ms inclusive, ${format.ms(node.exclusive_ns)} ms exclusive`]);
+    const all = inclusiveGpu[index];
+    facts.push(['kernels', `${gpu(all, 'kernels')} (${format.ms(gpu(all, 'kernel_ns'))} ms)`],
+               ['copies', `${gpu(all, 'copies')} (${format.bytes(gpu(all, 'copy_bytes'))}, ${format.ms(gpu(all, 'copy_ns'))} ms)`],
+               ['memsets', `${gpu(all, 'memsets')} (${format.bytes(gpu(all, 'memset_bytes'))})`],
+               ['allocations', `${gpu(all, 'allocations')} (${format.bytes(gpu(all, 'allocated_bytes'))})`],
+               ['synchronizations', `${gpu(all, 'syncs')} (${format.ms(gpu(all, 'sync_ns'))} ms)`]);
+    parts.push(el('table', {class: 'facts'}, facts.map(([k, v]) => el('tr', {}, el('th', {}, k), el('td', {}, v)))));
+    const nodes = subtree(index);
+    const byObject = new Map();
+    for (const [context, object, bytes, operations] of data.context_objects) {
+      if (!nodes.has(context)) continue;
+      const sum = byObject.get(object) || {object, bytes: 0, operations: 0};
+      sum.bytes += bytes;
+      sum.operations += operations;
+      byObject.set(object, sum);
+    }
+    const objects = new Map(data.objects.map((o) => [o.id, o]));
+    parts.push(el('h3', {}, 'Data objects moved here and below'), sortableTable([
+      {title: 'object', name: true, cell: (r) => (objects.get(r.object) || {name: 'data object ' + r.object}).name,
+       value: (r) => (objects.get(r.object) || {name: ''}).name},
+      {title: 'bytes', align: 'r', cell: (r) => format.bytes(r.bytes), value: (r) => r.bytes},
+      {title: 'operations', align: 'r', cell: (r) => format.count(r.operations), value: (r) => r.operations},
+    ], [...byObject.values()], {id: 'code-objects', sortBy: 1, key: (r) => r.object, onSelect: (r) => jump('objects', r.object)}));
+    const byPair = new Map();
+    for (const [context, from, to, bytes, operations] of data.context_traffic) {
+      if (!nodes.has(context)) continue;
+      const key = from + ',' + to;
+      const sum = byPair.get(key) || {from, to, bytes: 0, operations: 0};
+      sum.bytes += bytes;
+      sum.operations += operations;
+      byPair.set(key, sum);
+    }
+    parts.push(el('h3', {}, 'Device pairs'), sortableTable([
+      {title: 'from', cell: (r) => endLabel(r.from), value: (r) => r.from},
+      {title: 'to', cell: (r) => endLabel(r.to), value: (r) => r.to},
+      {title: 'bytes', align: 'r', cell: (r) => format.bytes(r.bytes), value: (r) => r.bytes},
+      {title: 'operations', align: 'r', cell: (r) => format.count(r.operations), value: (r) => r.operations},
+    ], [...byPair.values()], {id: 'code-pairs', sortBy: 2}));
+    return parts;
+  }
+
+  // --- the device view: per GPU, kernels, copies, memory and streams over time ---------
+  function kernelTable(kernels, id) {
+    return sortableTable([
+      {title: 'calls', align: 'r', cell: (k) => format.count(k.calls), value: (k) => k.calls},
+      {title: 'total ms', align: 'r', cell: (k) => format.ms(k.total_ns), value: (k) => k.total_ns},
+      {title: 'mean µs', align: 'r', cell: (k) => format.meanUs(k.total_ns, k.calls), value: (k) => k.total_ns / k.calls},
+      {title: 'occupancy', align: 'r', cell: (k) => format.percent(k.occupancy_ppm_sum, k.occupancy_launches),
+       value: (k) => (k.occupancy_launches ? k.occupancy_ppm_sum / k.occupancy_launches : -1)},
+      {title: 'registers', align: 'r', cell: (k) => format.count(k.registers), value: (k) => k.registers},
+      {title: 'shared/block', align: 'r', cell: (k) => format.bytesCell(k.shared_memory_per_block),
+       value: (k) => k.shared_memory_per_block},
+      {title: 'kernel', name: true, cell: (k) => k.name, value: (k) => k.name},
+    ], kernels, {id, sortBy: 1});
+  }
+
+  function drawDevices(root) {
+    root.append(el('h2', {}, 'Devices'));
+    if (data.devices.length === 0) {
+      root.append(el('p', {class: 'note'}, 'No GPU in this run.'));
+      return;
+    }
+    if (data.kernels.length > 0)
+      root.append(el('h3', {}, 'Kernels of all devices'), el('div', {class: 'scroll'}, kernelTable(data.kernels, 'kernels-all')));
+    const span = Math.max(run.duration_ns, 1);
+    for (const device of data.devices) {
+      const section = el('section', {id: 'device-' + device.id});
+      const info = device.info;
+      const title = 'GPU ' + device.id + (info ? ': ' + info.name : '');
+      section.append(el('h2', {}, title));
+      if (info)
+        section.append(el('p', {class: 'note'}, `compute capability ${info.compute_capability}, ` +
+                          `${info.multiprocessors} multiprocessors, ${format.bytes(info.global_memory_bytes)}`));
+      if (device.kernels.length > 0) {
+        section.append(el('h3', {}, 'Kernels'), el('div', {class: 'scroll'}, kernelTable(device.kernels, `device-${device.id}-kernels`)));
+        if (device.kernels_total > device.kernels.length)
+          section.append(el('p', {class: 'note'}, `The ${device.kernels.length} longest of ${device.kernels_total} kernels.`));
+      }
+      const transfers = device.copies.slice();
+      const [memsets, memsetBytes, memsetNs] = device.memsets;
+      if (memsets > 0) transfers.push({kind: 'memset', count: memsets, bytes: memsetBytes, ns: memsetNs});
+      if (transfers.length > 0)
+        section.append(el('h3', {}, 'Copies and memsets'), sortableTable([
+          {title: 'direction', cell: (r) => r.kind, value: (r) => r.kind},
+          {title: 'count', align: 'r', cell: (r) => format.count(r.count), value: (r) => r.count},
+          {title: 'bytes', align: 'r', cell: (r) => format.bytes(r.bytes), value: (r) => r.bytes},
+          {title: 'total ms', align: 'r', cell: (r) => format.ms(r.ns), value: (r) => r.ns},
+          {title: 'mean GB/s', align: 'r', cell: (r) => format.rate(r.bytes, r.ns), value: (r) => (r.ns ? r.bytes / r.ns : -1)},
+        ], transfers, {id: `device-${device.id}-copies`}));
+      if (device.memory_last.some((value) => value !== null))
+        section.append(el('h3', {}, 'Live memory over time'), memoryChart(device, span));
+      if (device.streams.length > 0)
+        section.append(el('h3', {}, 'Streams: share of each interval busy'), streamChart(device, span));
+      root.append(section);
+    }
+  }
+
+  // Buckets of the run's time grid that fall inside the run.
+  function bucketsIn(span) { return Math.min(run.time_buckets, Math.ceil(span / run.bucket_ns)); }
+
+  function memoryChart(device, span) {
+    const width = 720;
+    const height = 140;
+    const left = 70;
+    const buckets = bucketsIn(span);
+    // Per bucket the highest live value, carrying the last one over buckets without a change.
+    const values = [];
+    let live = 0;
+    for (let i = 0; i < buckets; ++i) {
+      values.push(Math.max(device.memory_peak[i], live));
+      if (device.memory_last[i] !== null) live = device.memory_last[i];
+    }
+    const max = Math.max(1, ...values);
+    const step = (width - left) / buckets;
+    let d = `M${left},${height - 20}`;
+    values.forEach((value, i) => {
+      const y = height - 20 - (value / max) * (height - 30);
+      d += ` L${left + i * step},${y} L${left + (i + 1) * step},${y}`;
+    });
+    d += ` L${left + buckets * step},${height - 20} z`;
+    return svg('svg', {id: `device-${device.id}-memory`, width, height, role: 'img', 'aria-label': 'live memory over time'},
+               svg('path', {d, fill: 'rgba(47,111,189,0.35)', stroke: '#2f6fbd', 'stroke-width': 1}),
+               svg('line', {x1: left, y1: height - 20, x2: width, y2: height - 20, class: 'axis'}),
+               svg('text', {x: left - 6, y: 16, 'text-anchor': 'end'}, format.bytes(max)),
+               svg('text', {x: left - 6, y: height - 20, 'text-anchor': 'end'}, '0'),
+               svg('text', {x: left, y: height - 4, class: 'muted'}, '0 s'),
+               svg('text', {x: width, y: height - 4, 'text-anchor': 'end', class: 'muted'},
+                   format.seconds(buckets * run.bucket_ns) + ' s'));
+  }
+
+  function streamChart(device, span) {
+    const width = 720;
+    const left = 120;
+    const rowHeight = 18;
+    const buckets = bucketsIn(span);
+    const step = (width - left) / buckets;
+    const height = device.streams.length * rowHeight + 22;
+    const chart = svg('svg', {id: `device-${device.id}-streams`, width, height, role: 'img',
+                              'aria-label': 'stream utilisation over time'});
+    device.streams.forEach((stream, row) => {
+      const y = row * rowHeight;
+      const share = stream.busy_ns / span;
+      chart.append(titled(svg('text', {x: 0, y: y + 13}, `stream ${stream.id}`),
+                          `${stream.operations} operations, busy ${format.ms(stream.busy_ns)} ms`),
+                   svg('rect', {x: left, y: y + 2, width: width - left, height: rowHeight - 4, fill: '#eef0f4'}));
+      for (let i = 0; i < buckets; ++i) {
+        const busy = stream.busy[i];
+        if (busy <= 0) continue;
+        const fraction = Math.min(1, busy / run.bucket_ns);
+        chart.append(titled(svg('rect', {x: left + i * step, y: y + 2, width: Math.max(step, 0.5), height: rowHeight - 4,
+                                         fill: `rgba(47,111,189,${0.15 + 0.85 * fraction})`}),
+                            `${(100 * fraction).toFixed(1)}% busy`));
+      }
+      chart.append(svg('text', {x: left - 8, y: y + 13, 'text-anchor': 'end', class: 'muted'},
+                       (100 * Math.min(1, share)).toFixed(1) + '%'));
+    });
+    chart.append(svg('text', {x: left, y: height - 4, class: 'muted'}, '0 s'),
+                 svg('text', {x: width, y: height - 4, 'text-anchor': 'end', class: 'muted'},
+                     format.seconds(buckets * run.bucket_ns) + ' s'));
+    return chart;
+  }
+
+  // --- the run: facts, memory, losses, what was counted but not recorded -------------
+  function drawRun(root) {
+    root.append(el('h2', {}, 'Run'));
+    const started = new Date(Number(BigInt(run.start_unix_ns) / 1000000n));
+    const facts = [['executable', run.executable], ['process id', run.pid], ['host', run.host],
+                   ['command line', run.command_line], ['started', started.toISOString()],
+                   ['duration', format.seconds(run.duration_ns) + ' s'], ['clock', run.clock],
+                   ['GPU operations', run.gpu_operations], ['ferret', run.ferret_version]];
+    root.append(el('table', {class: 'facts', id: 'run-facts'},
+                   facts.map(([k, v]) => el('tr', {}, el('th', {}, k), el('td', {class: 'name'}, v)))));
+    root.append(el('h3', {}, 'Losses'));
+    root.append(data.losses.length === 0
+                  ? el('p', {id: 'run-losses'}, 'Nothing was lost.')
+                  : el('ul', {id: 'run-losses'}, data.losses.map((loss) => el('li', {}, loss))));
+    if (data.memory.length > 0)
+      root.append(el('h3', {}, 'Memory'), sortableTable([
+        {title: 'device', cell: (r) => endLabel(r.device), value: (r) => r.device},
+        {title: 'memory', cell: (r) => r.memory, value: (r) => r.memory},
+        {title: 'allocations', align: 'r', cell: (r) => format.count(r.allocations), value: (r) => r.allocations},
+        {title: 'allocated', align: 'r', cell: (r) => format.bytes(r.bytes_allocated), value: (r) => r.bytes_allocated},
+        {title: 'releases', align: 'r', cell: (r) => format.count(r.releases), value: (r) => r.releases},
+        {title: 'peak live', align: 'r', cell: (r) => format.bytes(r.peak), value: (r) => r.peak},
+      ], data.memory, {id: 'run-memory'}));
+    if (data.unrecorded_api.length > 0)
+      root.append(el('h3', {}, 'API calls counted, not recorded'), sortableTable([
+        {title: 'calls', align: 'r', cell: (r) => format.count(r.calls), value: (r) => r.calls},
+        {title: 'collector', cell: (r) => r.collector, value: (r) => r.collector},
+        {title: 'call', name: true, cell: (r) => r.call, value: (r) => r.call},
+      ], data.unrecorded_api, {id: 'run-unrecorded', sortBy: 0}));
+    const metadata = (title, list, id) => {
+      if (list.length === 0) return;
+      root.append(el('h3', {}, title), el('table', {class: 'facts', id},
+                  list.map(([k, v]) => el('tr', {}, el('th', {}, k), el('td', {class: 'name'}, v === null ? '' : v)))));
+    };
+    metadata('Program metadata', data.metadata.user, 'run-user-metadata');
+    metadata('Runtime metadata', data.metadata.runtime, 'run-runtime-metadata');
+  }
+
+  // --- start --------------------------------------------------------------------------
+  document.title = `ferret report: ${run.executable} (pid ${run.pid})`;
+  document.getElementById('title').textContent = document.title;
+  document.getElementById('subtitle').textContent =
+    `${run.host}, ${format.seconds(run.duration_ns)} s, ${run.gpu_operations} GPU operations`;
+  for (const view of views) {
+    const button = el('button', {type: 'button', role: 'tab', id: 'tab-' + view.id}, view.title);
+    button.addEventListener('click', () => { location.hash = view.id; show(view.id); });
+    tabs.append(button);
+    view.draw(document.getElementById('view-' + view.id));
+  }
+  window.addEventListener('hashchange', () => follow(location.hash.slice(1)));
+  follow(location.hash.slice(1));
+  document.body.dataset.ready = 'yes';
+})();

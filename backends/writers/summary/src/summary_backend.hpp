@@ -1,0 +1,42 @@
+// backends/writers/summary — a plain-text report on stderr at the end of the
+// run (FERRET_BACKEND=summary, alone or beside another backend), so that a
+// question such as "where does the GPU time go?" needs no file and no viewer.
+//
+//   ferret summary: heat (pid 4242), 2.345 s, 1234 GPU operations
+//   metrics (HPCToolkit's names): GKER kernel time, GXCOPY bytes copied, ...
+//
+//   GPU time by calling context      GPU work per region path of the launch
+//   Kernels                          per kernel
+//   Copies                           per copy direction
+//   Device-to-device bytes           copied bytes, source × destination
+//   Data objects                     bytes moved per data object
+//   Memory                           allocations per device and memory kind
+//   Host regions                     inclusive time per annotated region
+//   API calls counted, not recorded  the collectors' <collector>-api-unrecorded:<call> counts
+//   Losses: ...                      events or GPU records that were lost
+//
+// Sections without data are left out; each table shows its first 10 rows.
+// The numbers come from profile_model (shared with the report backend);
+// names are escaped and cut (readable_text.hpp), so no name acts on the
+// terminal. The report is built in memory and written with a single write(2)
+// at the final flush; earlier flushes print nothing, and a fork() child
+// (abandon()) never prints.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "ferret/runtime/backend.hpp"
+
+namespace ferret::summary {
+
+/// The factory FERRET_BACKEND=summary uses: reports on stderr. Fails (nullptr,
+/// `error` set) only when the context has no session.
+FERRET_EXPORT std::unique_ptr<runtime::backend> make_backend(
+    const runtime::backend_context& context, std::string& error);
+
+/// A summary backend that writes its report to `fd` (not closed), for tests.
+FERRET_EXPORT std::unique_ptr<runtime::backend> make_backend_writing_to(
+    const runtime::session_info& session, int fd);
+
+}  // namespace ferret::summary

@@ -1,0 +1,717 @@
+// The TAU profile backend: records and GPU operations into thread profiles
+// (tau_thread_profile.hpp), written at the final flush (tau_profile_writer.hpp).
+// See tau_backend.hpp for the layout; tests/tau_backend_test.cpp and
+// tools/ferret-tau-check for how it is checked.
+#include "tau_backend.hpp"
+
+#include "ferret/runtime/runtime.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <map>
+#include <type_traits>
+#include <unordered_map>
+#include <utility>
+#include <variant>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tau_names.hpp"
+#include "tau_profile_writer.hpp"
+#include "tau_thread_profile.hpp"
+
+namespace ferret::tau {
+namespace {
+
+using runtime::context_node;
+using runtime::copy_kind;
+using runtime::gpu_activity;
+using runtime::gpu_operation;
+using runtime::metadata_list;
+using runtime::name_info;
+using runtime::record;
+using runtime::record_kind;
+using runtime::session_info;
+using runtime::session_status;
+using runtime::thread_info;
+
+// TAU's names for copies (TauGpu.cpp) and the matching byte counters.
+std::string_view copy_direction(copy_kind kind) {
+  switch (kind) {
+    case copy_kind::host_to_device: return "Host to Device";
+    case copy_kind::device_to_host: return "Device to Host";
+    case copy_kind::device_to_device: return "Device to Device";
+    case copy_kind::host_to_host: return "Host to Host";
+    case copy_kind::peer_to_peer: return "Peer to Peer";
+    case copy_kind::unknown: break;
+  }
+  return "unknown direction";
+}
+
+// The group of a region: TAU_USER for annotations, TAU_GPU_API for the CUDA
+// and Level Zero calls the collectors record (TAU's group for them), TAU_USER|<domain> for a
+// library's domain.
+std::string group_of(const name_info& name) {
+  if (name.domain.empty()) return "TAU_USER";
+  if (name.domain == "cuda" || name.domain == "level_zero") return "TAU_GPU_API";
+  return domain_group(name.domain);
+}
+
+// Any metadata value as text; integers exactly, floating point as the shortest
+// text that reads back as the same double.
+std::string metadata_text(const runtime::metadata_value& value) {
+  return std::visit(
+      [](const auto& v) -> std::string {
+        if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::string>)
+          return v;
+        else
+          return fmt::format("{}", v);
+      },
+      value);
+}
+
+// "mpi-rank" from the run metadata: the node number N of the files.
+std::optional<std::uint64_t> rank_in(const metadata_list* metadata) {
+  if (metadata == nullptr) return std::nullopt;
+  for (const auto& [key, value] : *metadata) {
+    if (key != "mpi-rank") continue;
+    const std::string text = metadata_text(value);
+    if (!text.empty() && text.size() < 20 &&
+        std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      return std::strtoull(text.c_str(), nullptr, 10);
+  }
+  return std::nullopt;
+}
+
+bool is_directory(const std::string& path) {
+  struct stat info {};
+  return ::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
+}
+
+// Creates `path` unless it is a directory already; 0 or the errno.
+int make_directory(const std::string& path) {
+  if (::mkdir(path.c_str(), 0755) == 0 || (errno == EEXIST && is_directory(path))) return 0;
+  return errno == EEXIST ? ENOTDIR : errno;
+}
+
+// Run metadata stops at 48 KiB, so that the header line stays short for every
+// reader (what is left out is counted in "metadata-omitted").
+constexpr std::size_t longest_metadata_block = 48 * 1024;
+
+class tau_backend final : public runtime::backend {
+ public:
+  tau_backend(const session_info& session, std::string directory, std::vector<std::string> counters)
+      : session_(session), directory_(std::move(directory)) {
+    metrics_.emplace_back("TIME");
+    metric_files_.emplace_back("TIME");
+    for (std::string& counter : counters) {
+      metric_of_counter_.emplace(counter, metrics_.size());
+      metric_files_.push_back(metric_file_name(counter));
+      metrics_.push_back(std::move(counter));
+    }
+    counter_seen_.assign(metrics_.size(), false);
+    functions_.push_back(function_entry{".TAU application", "TAU_DEFAULT"});
+  }
+
+  void thread_records(const thread_info& info, const record* records, std::size_t count) override {
+    if (finished_ || count == 0) return;
+    thread_profile& thread = host_thread(info.tid);
+    thread.is_main = info.is_main;
+    if (!info.name.empty() && info.name != thread.name) thread.name = std::string{info.name};
+    // A thread's records come in time order.
+    thread.see(records[0].time_ns);
+    thread.see(records[count - 1].time_ns);
+    latest_ns_ = std::max(latest_ns_, records[count - 1].time_ns);
+    for (std::size_t i = 0; i < count; ++i) {
+      const record& r = records[i];
+      thread.now_ns = r.time_ns;
+      // Regions first, and their common cases inline (thread_profile).
+      if (r.kind == record_kind::region_begin) {
+        if (const std::uint32_t node = thread.cached_child(r.name); node != 0)
+          thread.enter(r.name, node);
+        else
+          thread.begin(r.name, function_of(r.name));
+      } else if (r.kind == record_kind::region_end) {
+        if (thread.ends_innermost(r.name))
+          thread.close_innermost();
+        else
+          end_region(thread, r.name);
+      } else if (r.kind == record_kind::mark) {
+        // TAU has no instants: a mark counts as a user event of value 1.
+        thread.add_event(event_of(r.name), 1.0, thread.top_node());
+      } else {
+        add_counter_sample(thread, r);
+      }
+    }
+  }
+
+  void data_object(const runtime::data_object_event& event) override {
+    if (!finished_) latest_ns_ = std::max(latest_ns_, event.time_ns);
+  }
+
+  // Message sizes as TAU's MPI wrapper writes them with its communication
+  // matrix on: per peer, and over all peers, for each message this thread sent;
+  // over all peers for those it received.
+  void communication(const runtime::communication_event* events, std::size_t count) override {
+    using runtime::communication_kind;
+    if (finished_) return;
+    for (std::size_t i = 0; i < count; ++i) {
+      const runtime::communication_event& e = events[i];
+      if (e.peer_process == runtime::no_rank) continue;
+      const auto bytes = static_cast<double>(e.bytes);
+      if (e.kind == communication_kind::send || e.kind == communication_kind::isend) {
+        thread_profile& thread = host_thread(e.tid);
+        thread.add_plain_event(sent_to_node(e.peer_process), bytes);
+        thread.add_plain_event(event("Message size sent to all nodes"), bytes);
+      } else if (e.kind == communication_kind::receive || e.kind == communication_kind::irecv) {
+        host_thread(e.tid).add_plain_event(event("Message size received from all nodes"), bytes);
+      }
+    }
+  }
+
+  std::uint32_t sent_to_node(std::uint32_t peer) {
+    if (peer >= sent_to_node_.size()) sent_to_node_.resize(std::size_t{peer} + 1, no_event);
+    if (sent_to_node_[peer] == no_event)
+      sent_to_node_[peer] = event(fmt::format("Message size sent to node {}", peer));
+    return sent_to_node_[peer];
+  }
+
+  void gpu_device(const runtime::gpu_device_info& device) override {
+    if (!finished_) device_names_[device.id] = device.name;
+  }
+
+  void gpu_activities(const gpu_activity* activities, std::size_t count) override {
+    if (finished_) return;
+    for (std::size_t i = 0; i < count; ++i) add_gpu_activity(activities[i]);
+  }
+
+  void flush(const session_status& status) override {
+    if (finished_ || !status.final) return;
+    finished_ = true;
+    for (auto& [tid, index] : host_index_) {
+      thread_profile& thread = *threads_[index];
+      if (thread.open_frames() == 0) continue;
+      thread.see(latest_ns_);
+      thread.now_ns = latest_ns_;
+      while (thread.open_frames() > 0) {
+        ++unfinished_regions_;
+        thread.close_innermost();
+      }
+    }
+    for (std::size_t m = 1; m < metrics_.size(); ++m)
+      if (!counter_seen_[m])
+        runtime::print_message(fmt::format(
+            "FERRET_TAU_METRICS: no counter named '{}' was recorded; its metric is 0 in the profile",
+            metrics_[m]));
+    write_profiles(status);
+  }
+
+  void abandon() noexcept override {
+    finished_ = true;  // the parent writes the profile
+    threads_.clear();
+    host_index_.clear();
+    stream_index_.clear();
+  }
+
+  std::string describe() const override {
+    if (!error_.empty()) return fmt::format("tau profile: {}: not written: {}", directory_, error_);
+    std::string line = fmt::format("tau profile: {} ({} thread{}", directory_, written_threads_,
+                                   written_threads_ == 1 ? "" : "s");
+    if (metrics_.size() > 1) line += fmt::format(", {} metrics", metrics_.size());
+    if (folded_calls_ > 0)
+      line += fmt::format("; {} calls nested deeper than {} levels are in their functions' totals "
+                          "but folded into their callers' call paths",
+                          folded_calls_, callpath_depth - 1);
+    return line + ")";
+  }
+
+ private:
+  // --- threads, functions and events -------------------------------------------
+
+  thread_profile& host_thread(std::uint64_t tid) {
+    const auto [it, inserted] = host_index_.try_emplace(tid, threads_.size());
+    if (inserted) {
+      threads_.push_back(std::make_unique<thread_profile>(thread_kind::host, metrics_.size(), threads_.size()));
+      threads_.back()->tid = tid;
+      threads_.back()->is_main = tid == session_.pid;
+    }
+    return *threads_[it->second];
+  }
+
+  thread_profile& stream_thread(std::uint32_t device, std::uint32_t stream) {
+    const auto [it, inserted] = stream_index_.try_emplace({device, stream}, threads_.size());
+    if (inserted) {
+      threads_.push_back(
+          std::make_unique<thread_profile>(thread_kind::gpu_stream, metrics_.size(), threads_.size()));
+      threads_.back()->device = device;
+      threads_.back()->stream = stream;
+    }
+    return *threads_[it->second];
+  }
+
+  std::uint32_t function(std::string name, std::string group) {
+    std::string key = name + '\n' + group;
+    const auto [it, inserted] =
+        function_index_.try_emplace(std::move(key), static_cast<std::uint32_t>(functions_.size()));
+    if (inserted) functions_.push_back(function_entry{std::move(name), std::move(group)});
+    return it->second;
+  }
+
+  // The function of a region name, cached per name record.
+  std::uint32_t function_of(const name_info* name) {
+    if (name->id >= function_of_name_.size())
+      function_of_name_.resize(std::size_t{name->id} + 1, {nullptr, 0});
+    auto& [source, index] = function_of_name_[name->id];
+    if (source != name) {
+      source = name;
+      index = function(name->file.empty() ? profile_name(name->name)
+                                          : located_name(name->name, name->file, name->line),
+                       group_of(*name));
+    }
+    return index;
+  }
+
+  std::uint32_t event(const std::string& text) {
+    const auto [it, inserted] = event_index_.try_emplace(text, static_cast<std::uint32_t>(event_names_.size()));
+    if (inserted) event_names_.push_back(text);
+    return it->second;
+  }
+
+  // The user event of a counter or mark ("name", or "name [domain]"), cached
+  // per name record.
+  std::uint32_t event_of(const name_info* name) {
+    if (name->id >= event_of_name_.size()) event_of_name_.resize(std::size_t{name->id} + 1, {nullptr, 0});
+    auto& [source, index] = event_of_name_[name->id];
+    if (source != name) {
+      source = name;
+      index = event(name->domain.empty()
+                        ? profile_name(name->name)
+                        : profile_name(profile_name(name->name) + " [" + profile_name(name->domain) + "]"));
+    }
+    return index;
+  }
+
+  // The metric a counter feeds (0: none), cached per name record.
+  std::size_t metric_of(const name_info* name) {
+    if (name->id >= metric_of_name_.size()) metric_of_name_.resize(std::size_t{name->id} + 1, {nullptr, 0});
+    auto& [source, metric] = metric_of_name_[name->id];
+    if (source != name) {
+      source = name;
+      const auto it = metric_of_counter_.find(name->name);
+      metric = name->domain.empty() && it != metric_of_counter_.end() ? it->second : 0;
+    }
+    return metric;
+  }
+
+  // --- host regions ----------------------------------------------------------
+
+  // An end closes the innermost open region of its name, and the regions opened
+  // inside it that did not end (so that times still nest); an end without a
+  // matching begin is ignored. Both are counted in the metadata.
+  void end_region(thread_profile& thread, const name_info* name) {
+    const std::size_t match = thread.matching_frame(name);
+    if (match == 0) {
+      ++unmatched_region_ends_;
+      return;
+    }
+    if (match < thread.open_frames()) ++unbalanced_region_ends_;
+    while (thread.open_frames() >= match) thread.close_innermost();
+  }
+
+  void add_counter_sample(thread_profile& thread, const record& sample) {
+    if (!std::isfinite(sample.value)) {
+      ++nonfinite_counter_samples_;
+      return;
+    }
+    if (metric_of_counter_.size() > 0) {
+      if (const std::size_t metric = metric_of(sample.name); metric != 0) {
+        thread.set_counter(metric, sample.value);
+        counter_seen_[metric] = true;
+      }
+    }
+    thread.add_event(event_of(sample.name), sample.value, thread.top_node());
+  }
+
+  // --- GPU activity ----------------------------------------------------------
+
+  // The node of a launch's calling context on the launching thread (the
+  // context tree's regions and API calls), created on first use; a context
+  // deeper than the call-path limit gives its ancestor's node at the limit.
+  std::uint32_t node_of(thread_profile& thread, const context_node* context) {
+    std::vector<const context_node*> chain;  // from `context` up to a known one
+    std::uint32_t node = root_node;
+    for (const context_node* c = context; c != nullptr && c->parent != nullptr && c->name != nullptr;
+         c = c->parent) {
+      if (const auto it = thread.node_of_context.find(c); it != thread.node_of_context.end()) {
+        node = it->second;
+        break;
+      }
+      chain.push_back(c);
+    }
+    for (std::size_t i = chain.size(); i > 0; --i) {
+      // Python frames (backends/collectors/python) are context of GPU work, never timed:
+      // TAU writes only called functions, so its paths keep the host's regions.
+      if (chain[i - 1]->name->domain != "python" && thread.nodes[node].depth + 1 < callpath_depth)
+        node = thread.child(node, function_of(chain[i - 1]->name));
+      thread.node_of_context.emplace(chain[i - 1], node);
+    }
+    return node;
+  }
+
+  // A timed entry on the stream's virtual thread.
+  void add_device_interval(const gpu_activity& activity, std::uint32_t function) {
+    thread_profile& thread = stream_thread(activity.device, activity.stream);
+    const std::int64_t end_ns = std::max(activity.end_ns, activity.start_ns);
+    thread.see(activity.start_ns);
+    thread.see(end_ns);
+    latest_ns_ = std::max(latest_ns_, end_ns);
+    thread.add_interval(function, end_ns - activity.start_ns);
+  }
+
+  // Bytes as user events: on the stream (in total and per data object) and on
+  // the launching thread, per calling context of the launch.
+  void add_bytes(const gpu_activity& activity, const std::string& event_name,
+                 const runtime::data_object_info* first_object,
+                 const runtime::data_object_info* second_object) {
+    const auto bytes = static_cast<double>(activity.bytes);
+    const std::uint32_t total = event(event_name);
+    thread_profile& stream = stream_thread(activity.device, activity.stream);
+    stream.add_plain_event(total, bytes);
+    const auto add_for_object = [&](const runtime::data_object_info& object) {
+      stream.add_plain_event(event(profile_name(event_name + " (object: " + object.name + ")")), bytes);
+    };
+    if (first_object != nullptr) add_for_object(*first_object);
+    // A copy within one object counts once for it.
+    if (second_object != nullptr && (first_object == nullptr || first_object->id != second_object->id))
+      add_for_object(*second_object);
+    if (activity.launch.tid == 0) return;  // launch not seen: counted by the runtime
+    thread_profile& host = host_thread(activity.launch.tid);
+    host.add_event(total, bytes, node_of(host, activity.launch.context));
+  }
+
+  void add_gpu_activity(const gpu_activity& activity) {
+    switch (activity.operation) {
+      case gpu_operation::kernel: {
+        auto [it, inserted] = kernel_functions_.try_emplace(activity.name, 0);
+        if (inserted)
+          it->second = function(profile_name(runtime::demangled_kernel_name(activity.name)), "TAU_GPU");
+        add_device_interval(activity, it->second);
+        break;
+      }
+      case gpu_operation::memcpy: {
+        const std::string direction{copy_direction(activity.copy)};
+        add_device_interval(activity, function("Memory copy " + direction, "TAU_GPU_MEMORY_COPY"));
+        add_bytes(activity, "Bytes copied from " + direction, activity.source_object,
+                  activity.destination_object);
+        break;
+      }
+      case gpu_operation::memset:
+        add_device_interval(activity, function("Memory set", "TAU_GPU_MEMORY_COPY"));
+        add_bytes(activity, "Bytes set", activity.destination_object, nullptr);
+        break;
+      case gpu_operation::allocation: {
+        const std::uint32_t allocated =
+            event(fmt::format("Bytes allocated ({} memory)", runtime::to_string(activity.memory)));
+        const auto bytes = static_cast<double>(activity.bytes);
+        if (activity.launch.tid != 0) {
+          thread_profile& host = host_thread(activity.launch.tid);
+          host.add_event(allocated, bytes, node_of(host, activity.launch.context));
+        } else {
+          stream_thread(activity.device, activity.stream).add_plain_event(allocated, bytes);
+        }
+        break;
+      }
+      case gpu_operation::release:
+      case gpu_operation::synchronization:
+        ++gpu_operations_not_profiled_;  // no time or amount of their own to profile
+        break;
+    }
+  }
+
+  // --- writing ---------------------------------------------------------------
+
+  std::string thread_metadata(const thread_profile& thread, const thread_layout& layout) const {
+    std::string out;
+    if (thread.kind == thread_kind::host) {
+      append_attribute(out, "Thread Name",
+                       !thread.name.empty() ? thread.name
+                                            : (thread.is_main ? std::string{"main"}
+                                                              : fmt::format("thread {}", thread.tid)));
+      append_attribute(out, "Thread ID", fmt::format("{}", thread.tid));
+    } else {
+      // TAU's attributes of a CUDA stream's virtual thread.
+      append_attribute(out, "CUDA Device", fmt::format("{}", thread.device));
+      append_attribute(out, "CUDA Stream", fmt::format("{}", thread.stream));
+      if (const auto it = device_names_.find(thread.device); it != device_names_.end())
+        append_attribute(out, "GPU Name", it->second);
+    }
+    append_attribute(out, "callpath-folded-calls", fmt::format("{}", thread.folded_call_count));
+    append_attribute(out, "values-saturated", fmt::format("{}", layout.saturated_values));
+    return out;
+  }
+
+  std::string session_metadata(const session_status& status) const {
+    std::string out;
+    append_attribute(out, "Hostname", session_.hostname);
+    append_attribute(out, "Executable", session_.executable);
+    append_attribute(out, "Command Line", session_.command_line);
+    append_attribute(out, "pid", fmt::format("{}", session_.pid));
+    // TAU's start time: microseconds since the epoch.
+    append_attribute(out, "Starting Timestamp", fmt::format("{}", session_.start_realtime_ns / 1000));
+    // As TAU writes them for call-path profiles: ParaProf then shows the call
+    // paths as its call tree, and the flat entries beside it, not in it.
+    append_attribute(out, "TAU_CALLPATH", "on");
+    append_attribute(out, "TAU_CALLPATH_DEPTH", fmt::format("{}", callpath_depth));
+    append_attribute(out, "ferret version", session_.ferret_version);
+    append_attribute(out, "clock-source", session_.clock_source);
+    append_attribute(out, "start-monotonic-raw-ns", fmt::format("{}", session_.start_monotonic_raw_ns));
+    if (status.runtime_metadata != nullptr)
+      for (const auto& [key, value] : *status.runtime_metadata)
+        append_attribute(out, key.empty() ? unnamed : std::string_view{key}, metadata_text(value));
+    append_attribute(out, "events-recorded", fmt::format("{}", status.events_recorded));
+    append_attribute(out, "events-dropped", fmt::format("{}", status.events_dropped));
+    append_attribute(out, "unbalanced-region-ends", fmt::format("{}", unbalanced_region_ends_));
+    append_attribute(out, "unmatched-region-ends", fmt::format("{}", unmatched_region_ends_));
+    append_attribute(out, "unfinished-regions", fmt::format("{}", unfinished_regions_));
+    append_attribute(out, "nonfinite-counter-samples", fmt::format("{}", nonfinite_counter_samples_));
+    append_attribute(out, "gpu-operations-not-profiled", fmt::format("{}", gpu_operations_not_profiled_));
+    std::uint64_t omitted = 0;
+    if (status.user_metadata != nullptr) {
+      std::string attribute;
+      for (const auto& [key, value] : *status.user_metadata) {
+        attribute.clear();
+        append_attribute(attribute, key.empty() ? unnamed : std::string_view{key}, metadata_text(value));
+        if (out.size() + attribute.size() > longest_metadata_block)
+          ++omitted;
+        else
+          out += attribute;
+      }
+    }
+    if (omitted != 0) append_attribute(out, "metadata-omitted", fmt::format("{}", omitted));
+    return out;
+  }
+
+  // main first, the other host threads as they appeared, then the streams.
+  std::vector<thread_profile*> ordered_threads() const {
+    std::vector<thread_profile*> ordered;
+    for (const auto& thread : threads_) ordered.push_back(thread.get());
+    std::stable_sort(ordered.begin(), ordered.end(), [](const thread_profile* a, const thread_profile* b) {
+      const auto rank = [](const thread_profile* t) {
+        return t->kind == thread_kind::gpu_stream ? 2 : (t->is_main ? 0 : 1);
+      };
+      if (rank(a) != rank(b)) return rank(a) < rank(b);
+      if (a->kind == thread_kind::gpu_stream)
+        return std::make_pair(a->device, a->stream) < std::make_pair(b->device, b->stream);
+      return a->order < b->order;
+    });
+    return ordered;
+  }
+
+  void write_profiles(const session_status& status) {
+    const std::uint64_t node =
+        rank_in(status.user_metadata).value_or(rank_in(status.runtime_metadata).value_or(0));
+    const profile_tables tables{functions_, event_names_, metric_files_};
+    const std::vector<thread_profile*> threads = ordered_threads();
+    std::vector<thread_layout> layouts;
+    std::vector<std::string> metadata;
+    const std::string session = session_metadata(status);
+    layouts.reserve(threads.size());
+    for (thread_profile* thread : threads) {
+      layouts.push_back(layout_of(*thread, tables));
+      metadata.push_back(session + thread_metadata(*thread, layouts.back()));
+      folded_calls_ += thread->folded_call_count;
+    }
+
+    for (std::size_t metric = 0; metric < metrics_.size() && error_.empty(); ++metric) {
+      std::string directory = directory_;
+      if (metrics_.size() > 1) {
+        directory += "/MULTI__" + metric_files_[metric];
+        if (const int error = make_directory(directory); error != 0) {
+          fail(directory, error);
+          break;
+        }
+      }
+      for (std::size_t t = 0; t < threads.size(); ++t) {
+        const std::string path = fmt::format("{}/profile.{}.0.{}", directory, node, t);
+        if (const int error = write_profile(path, *threads[t], layouts[t], metric, metadata[t], tables);
+            error != 0) {
+          fail(path, error);
+          break;
+        }
+      }
+      // A profile left by an earlier run with more threads would read as ours.
+      remove_profiles(directory, node, threads.size());
+    }
+    if (!error_.empty()) return;
+    written_threads_ = threads.size();
+    // Files of this node from an earlier run with another set of metrics:
+    // readers would take them with ours.
+    if (metrics_.size() > 1) {
+      remove_profiles(directory_, node, 0);
+    } else {
+      std::error_code ignored;
+      for (const auto& entry : std::filesystem::directory_iterator(directory_, ignored))
+        if (entry.path().filename().string().rfind("MULTI__", 0) == 0)
+          remove_profiles(entry.path().string(), node, 0);
+    }
+  }
+
+  // Removes profile.<node>.0.T from T = `first` on, as long as they exist.
+  static void remove_profiles(const std::string& directory, std::uint64_t node, std::size_t first) {
+    for (std::size_t t = first;; ++t)
+      if (::unlink(fmt::format("{}/profile.{}.0.{}", directory, node, t).c_str()) != 0) return;
+  }
+
+  // One line per failed output: describe() gives it at exit from FERRET_VERBOSE=1
+  // on; below that only errors are shown, so it is said here.
+  void fail(const std::string& path, int error) {
+    error_ = fmt::format("{}: {}", path, std::strerror(error));
+    if (runtime::verbosity() < 1) runtime::print_message(describe());
+  }
+
+  session_info session_;
+  std::string directory_;
+  std::vector<std::string> metrics_;       // TIME, then the counters of FERRET_TAU_METRICS
+  std::vector<std::string> metric_files_;  // the same as written (metric_file_name)
+  std::unordered_map<std::string, std::size_t> metric_of_counter_;
+  std::vector<bool> counter_seen_;         // per metric: a sample of its counter arrived
+  bool finished_ = false;
+  std::string error_;
+  std::size_t written_threads_ = 0;
+  std::uint64_t folded_calls_ = 0;
+  std::int64_t latest_ns_ = 0;
+
+  std::vector<function_entry> functions_;
+  std::unordered_map<std::string, std::uint32_t> function_index_;        // name '\n' group
+  std::vector<std::pair<const name_info*, std::uint32_t>> function_of_name_;  // by name_info::id
+  std::vector<std::string> event_names_;
+  std::unordered_map<std::string, std::uint32_t> event_index_;
+  std::vector<std::pair<const name_info*, std::uint32_t>> event_of_name_;   // by name_info::id
+  static constexpr std::uint32_t no_event = 0xffffffffU;
+  std::vector<std::uint32_t> sent_to_node_;  // by MPI_COMM_WORLD rank
+  std::vector<std::pair<const name_info*, std::size_t>> metric_of_name_;    // by name_info::id
+  std::unordered_map<const char*, std::uint32_t> kernel_functions_;      // by mangled name pointer
+
+  std::vector<std::unique_ptr<thread_profile>> threads_;
+  std::unordered_map<std::uint64_t, std::size_t> host_index_;                     // by tid
+  std::map<std::pair<std::uint32_t, std::uint32_t>, std::size_t> stream_index_;  // (device, stream)
+  std::map<std::uint32_t, std::string> device_names_;
+
+  std::uint64_t unbalanced_region_ends_ = 0;
+  std::uint64_t unmatched_region_ends_ = 0;
+  std::uint64_t unfinished_regions_ = 0;
+  std::uint64_t nonfinite_counter_samples_ = 0;
+  std::uint64_t gpu_operations_not_profiled_ = 0;
+};
+
+bool holds_tau_profile(const std::string& directory) {
+  std::error_code ignored;
+  for (const auto& entry : std::filesystem::directory_iterator(directory, ignored)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("profile.", 0) == 0 || name.rfind("MULTI__", 0) == 0) return true;
+  }
+  return false;
+}
+
+// The profile directory for FERRET_OUTPUT: runtime::output_file() without an
+// extension made of letters only ("run.json" → "run"), so that beside chrome's
+// file it does not take that file's name. "ferret-a.out-42" keeps its dot.
+// A FERRET_OUTPUT without a trailing slash that names a TAU profile directory
+// of an earlier run is that directory again, as TAU's PROFILEDIR is: a rerun
+// replaces the profile rather than nesting a new one inside the old.
+std::string profile_directory(const runtime::backend_context& context) {
+  if (context.output_is_directory && !context.output.empty() && context.output.back() != '/' &&
+      holds_tau_profile(context.output))
+    return context.output;
+  std::string path = runtime::output_file(context, "");
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  const std::size_t slash = path.rfind('/');
+  const std::size_t dot = path.rfind('.');
+  const std::size_t name_start = slash == std::string::npos ? 0 : slash + 1;
+  if (dot != std::string::npos && dot > name_start && dot + 1 < path.size() &&
+      std::all_of(path.begin() + static_cast<std::ptrdiff_t>(dot) + 1, path.end(),
+                  [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }))
+    path.resize(dot);
+  return path;
+}
+
+}  // namespace
+
+std::optional<std::vector<std::string>> parse_metrics(std::string_view text) {
+  std::vector<std::string> names;
+  const auto blank = [](char c) { return c == ' ' || c == '\t'; };
+  std::string_view trimmed = text;
+  while (!trimmed.empty() && blank(trimmed.front())) trimmed.remove_prefix(1);
+  while (!trimmed.empty() && blank(trimmed.back())) trimmed.remove_suffix(1);
+  if (trimmed.empty() || trimmed == "none") return names;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', start), text.size());
+    std::string_view name = text.substr(start, comma - start);
+    while (!name.empty() && blank(name.front())) name.remove_prefix(1);
+    while (!name.empty() && blank(name.back())) name.remove_suffix(1);
+    if (name.empty()) return std::nullopt;
+    if (name != "TIME" && std::find(names.begin(), names.end(), name) == names.end())
+      names.emplace_back(name);
+    start = comma + 1;
+  }
+  return names;
+}
+
+std::unique_ptr<runtime::backend> make_backend_in(const runtime::session_info& session,
+                                                  const std::string& directory,
+                                                  const std::vector<std::string>& counter_metrics,
+                                                  std::string& error) {
+  if (const int failure = make_directory(directory); failure != 0) {
+    error = fmt::format("cannot write the TAU profile to '{}': {}", directory, std::strerror(failure));
+    return nullptr;
+  }
+  if (::access(directory.c_str(), W_OK | X_OK) != 0) {
+    error = fmt::format("cannot write the TAU profile to '{}': {}", directory, std::strerror(errno));
+    return nullptr;
+  }
+  // Two counters whose directory names coincide would overwrite each other.
+  std::vector<std::string> file_names{"TIME"};
+  for (const std::string& counter : counter_metrics) {
+    const std::string file_name = metric_file_name(counter);
+    if (std::find(file_names.begin(), file_names.end(), file_name) != file_names.end()) {
+      error = fmt::format("FERRET_TAU_METRICS: '{}' would be written as MULTI__{} twice", counter,
+                          file_name);
+      return nullptr;
+    }
+    file_names.push_back(file_name);
+  }
+  return std::make_unique<tau_backend>(session, directory, counter_metrics);
+}
+
+std::unique_ptr<runtime::backend> make_backend(const runtime::backend_context& context,
+                                               std::string& error) {
+  if (context.session == nullptr) {
+    error = fmt::format("cannot write the TAU profile to '{}': no session", context.output);
+    return nullptr;
+  }
+  const char* requested = std::getenv("FERRET_TAU_METRICS");
+  const std::optional<std::vector<std::string>> counters =
+      parse_metrics(requested != nullptr ? requested : "");
+  if (!counters) {
+    error = fmt::format(
+        "FERRET_TAU_METRICS='{}' is not valid (expected comma-separated counter names)", requested);
+    return nullptr;
+  }
+  return make_backend_in(*context.session, profile_directory(context), *counters, error);
+}
+
+FERRET_REGISTER_BACKEND("tau", "TAU profiles (profile.N.C.T), open with ParaProf or pprof",
+                        make_backend);
+
+}  // namespace ferret::tau
