@@ -500,6 +500,94 @@ TEST_CASE("allocations become data objects, copies name them, releases end them"
     }
 }
 
+// Virtual memory management, as NVIDIA's vectorAddMMAP sample, PyTorch's
+// expandable segments and JAX allocate: physical memory made on device 2 with
+// cuMemCreate, mapped into a reserved range with cuMemMap, unmapped and
+// released. The mapped range is a data object on the device its memory lives
+// on (not the context's, device 1 here); copies into it name it; every step is
+// a region, whichever call CUPTI ties an allocation record to.
+TEST_CASE("virtual memory management: a mapped range is a data object on its memory's device") {
+  fake_collector& source = collector();
+  api_calls calls{api_recording::work, {device_one, nullptr}};
+  source.calls = &calls;
+  memory_backend::clear();
+  static char mapped_block[8192];
+  static char host_block[4096];
+  const auto driver = [](CUpti_CallbackId id, const char* name) {
+    return call_site{CUPTI_CB_DOMAIN_DRIVER_API, id, name};
+  };
+  const call_site reserve = driver(CUPTI_DRIVER_TRACE_CBID_cuMemAddressReserve, "cuMemAddressReserve");
+  const call_site create = driver(CUPTI_DRIVER_TRACE_CBID_cuMemCreate, "cuMemCreate");
+  const call_site map = driver(CUPTI_DRIVER_TRACE_CBID_cuMemMap, "cuMemMap");
+  const call_site set_access = driver(CUPTI_DRIVER_TRACE_CBID_cuMemSetAccess, "cuMemSetAccess");
+  const call_site unmap = driver(CUPTI_DRIVER_TRACE_CBID_cuMemUnmap, "cuMemUnmap");
+  const call_site release = driver(CUPTI_DRIVER_TRACE_CBID_cuMemRelease, "cuMemRelease");
+  const call_site address_free = driver(CUPTI_DRIVER_TRACE_CBID_cuMemAddressFree, "cuMemAddressFree");
+  const call_site copy_call{CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2,
+                            "cuMemcpyHtoD_v2"};
+  const auto address = reinterpret_cast<CUdeviceptr>(mapped_block);
+  int success = 0;
+  CUmemGenericAllocationHandle handle = 0x77;
+  CUmemAllocationProp properties{};
+  properties.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  properties.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  properties.location.id = 2;
+  {
+    ferret::region setup{"vmm setup"};
+    call(calls, reserve, 80);
+    cuMemCreate_params create_params{&handle, sizeof mapped_block, &properties, 0};
+    enter(calls, create, 81, &create_params);
+    leave(calls, create, 81, &create_params, &success);
+    cuMemMap_params map_params{address, sizeof mapped_block, 0, handle, 0};
+    enter(calls, map, 82, &map_params);
+    leave(calls, map, 82, &map_params, &success);
+    call(calls, set_access, 83);
+    cuMemcpyHtoD_v2_params copy_params{address + 4096, host_block, 1024};
+    enter(calls, copy_call, 84, &copy_params);
+    leave(calls, copy_call, 84, &copy_params, &success);
+  }
+  gpu_activity copy{};
+  copy.operation = ferret::runtime::gpu_operation::memcpy;
+  copy.start_ns = monotonic_raw_ns();
+  copy.end_ns = copy.start_ns + 100;
+  copy.bytes = 1024;
+  copy.launch.correlation = 84;
+  std::vector<gpu_activity> batch{copy};
+  calls.name_objects(batch);
+  CHECK(batch[0].destination_object_id != 0);
+  source.queued = batch;
+  cuMemUnmap_params unmap_params{address, sizeof mapped_block};
+  enter(calls, unmap, 85, &unmap_params);
+  leave(calls, unmap, 85, &unmap_params, &success);
+  cuMemRelease_params release_params{handle};
+  enter(calls, release, 86, &release_params);
+  leave(calls, release, 86, &release_params, &success);
+  call(calls, address_free, 87);
+  CHECK_FALSE(ferret::runtime::find_data_object(mapped_block).has_value());
+  ferret::flush();
+  const capture c = memory_backend::snapshot();
+  source.calls = nullptr;
+
+  const std::vector<std::string> regions = cuda_regions(c);
+  for (const char* name : {"cuMemAddressReserve", "cuMemCreate", "cuMemMap", "cuMemSetAccess",
+                           "cuMemUnmap", "cuMemRelease", "cuMemAddressFree"}) {
+    CAPTURE(name);
+    CHECK(std::count(regions.begin(), regions.end(), std::string{name} + "+") == 1);
+  }
+  REQUIRE(c.gpu_activities.size() == 1);
+  CHECK(c.gpu_activities[0].destination_object == "cuMemMap@vmm setup");
+  std::size_t registered = 0, ended = 0;
+  for (const auto& event : c.objects) {
+    if (event.object.name != "cuMemMap@vmm setup") continue;
+    CHECK(event.object.device == 2);
+    CHECK(event.object.memory == ferret::runtime::memory_kind::device);
+    CHECK(event.object.bytes == sizeof mapped_block);
+    (event.change == ferret::runtime::data_object_change::registered ? registered : ended)++;
+  }
+  CHECK(registered == 1);
+  CHECK(ended == 1);
+}
+
 // Peer access off: the driver stages a copy between two devices through host
 // memory, and CUPTI reports a DtoH and an HtoD record with the call's
 // correlation (seen on two H200s, 2026-11-26). Each half touches only the

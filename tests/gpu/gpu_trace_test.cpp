@@ -960,6 +960,37 @@ TEST_CASE("CUDA graphs: every replayed operation joined to its cudaGraphLaunch a
               replays, replays * 7);
 }
 
+TEST_CASE("virtual memory management: mapped ranges are data objects, every allocation joined to its call") {
+  const program_run run = run_program("vmm", {program("gpu-test-vmm").string()}, traced());
+  REQUIRE(run.exit_code == 0);
+  const json expected = run.expected();
+  const auto bytes = expected.at("bytes").get<std::int64_t>();
+  const json trace = load_trace(run.trace());
+  check_common(trace, run.trace(), run.pid);  // gpu-operations-without-launch == 0 among them
+  CAPTURE(run.err);
+  check_summary_basics(run, "gpu-test-vmm", trace, {"GPU time by calling context"});
+  for (const char* call : {"cuMemAddressReserve", "cuMemCreate", "cuMemMap", "cuMemSetAccess",
+                           "cuMemRelease", "cuMemUnmap", "cuMemAddressFree"}) {
+    CAPTURE(call);
+    CHECK(host_regions(trace, run.pid, call).size() == 3);
+  }
+  // The copies name the mapped ranges, which nobody registered.
+  const auto copies = gpu_operations(trace, "memcpy");
+  REQUIRE(copies.size() == 3);
+  for (const json* copy : copies) {
+    CAPTURE(describe(copy));
+    const json& args = args_of(*copy);
+    CHECK(args.at("bytes") == bytes);
+    CHECK(args.value("context", "") == "compute");
+    const std::string object =
+        args.value(args.at("kind") == "HtoD" ? "destination object" : "source object", "");
+    CHECK(object.rfind("cuMemMap@allocate", 0) == 0);
+  }
+  std::printf("vmm: 3 mapped ranges named after their cuMemMap, %zu copies naming them, every "
+              "allocation joined to its call\n",
+              copies.size());
+}
+
 TEST_CASE("clock alignment: every kernel lies inside the host region around its launch and sync") {
   const program_run run =
       run_program("clock-alignment", {program("gpu-test-clock-alignment").string()}, traced());

@@ -202,12 +202,19 @@ void api_calls::enter_work_call(CUpti_CallbackDomain domain, CUpti_CallbackId id
   if (kind.handling == call_handling::release_device ||
       kind.handling == call_handling::release_host)
     runtime::unregister_allocation(released_address(domain, kind.handling, call.functionParams));
+  if (kind.handling == call_handling::unmap_range)
+    runtime::unregister_allocation(
+        as_pointer(static_cast<const cuMemUnmap_params*>(call.functionParams)->ptr));
+  if (kind.handling == call_handling::release_physical) {
+    std::lock_guard lock{calls_mutex_};
+    physical_by_handle_.erase(static_cast<const cuMemRelease_params*>(call.functionParams)->handle);
+  }
   if (detail::recording())
     if (const detail::site* site = site_for(domain, id, call.functionName)) {
       detail::write(detail::word_of(site, detail::kind_begin));
       // The Python frames (or other sources' context) behind this call, as
-      // context of its GPU work (a
-      // query's correlation follows at its return, under the same stack).
+      // context of its GPU work (a query's correlation follows at its return,
+      // under the same stack).
       if (kind.handling != call_handling::marker) runtime::record_launch_context();
       if (has_device_records(kind.handling))
         detail::write_with_payload(detail::word_of(site, detail::kind_correlation),
@@ -248,6 +255,31 @@ void api_calls::leave(CUpti_CallbackDomain domain, CUpti_CallbackId id, const ap
     if (made.address != nullptr && made.bytes > 0)
       runtime::register_allocation(api_name(call.functionName), call.correlationId, made.address,
                                    made.bytes, memory, on_device ? static_cast<int>(device) : -1);
+  }
+  if (kind.handling == call_handling::create_physical && succeeded(call)) {
+    const auto* p = static_cast<const cuMemCreate_params*>(call.functionParams);
+    const bool on_device = p->prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE;
+    std::lock_guard lock{calls_mutex_};
+    physical_by_handle_[*p->handle] = {on_device ? runtime::memory_kind::device : runtime::memory_kind::pinned,
+                                       on_device ? p->prop->location.id : -1};
+  }
+  if (kind.handling == call_handling::map_range && succeeded(call)) {
+    // The mapped range is what copies and kernels address: an object like a
+    // cudaMalloc's, where the physical memory lives (the current context's
+    // device when the handle was created before ferret subscribed).
+    const auto* p = static_cast<const cuMemMap_params*>(call.functionParams);
+    physical_memory where{runtime::memory_kind::device,
+                          call.context != nullptr && services_.device_of != nullptr
+                              ? static_cast<int>(services_.device_of(call.context))
+                              : 0};
+    {
+      std::lock_guard lock{calls_mutex_};
+      if (const auto it = physical_by_handle_.find(p->handle); it != physical_by_handle_.end())
+        where = it->second;
+    }
+    if (p->ptr != 0 && p->size > 0)
+      runtime::register_allocation(api_name(call.functionName), call.correlationId, as_pointer(p->ptr),
+                                   p->size, where.memory, where.device);
   }
   if (detail::recording())
     if (const detail::site* site = site_for(domain, id, call.functionName)) {

@@ -120,6 +120,13 @@ class api_calls {
   // Graph nodes' objects, kept while records use them (replays may come at any time).
   std::unordered_map<std::uint64_t, objects_of_call> objects_by_graph_node_;
   std::uint64_t cycle_ = 0;  // name_objects() calls so far
+  // Where each live physical allocation (cuMemCreate's handle) lives, until
+  // cuMemRelease: a mapped range of it is a data object there.
+  struct physical_memory {
+    runtime::memory_kind memory;
+    int device;
+  };
+  std::unordered_map<std::uint64_t, physical_memory> physical_by_handle_;
 };
 
 }  // namespace ferret::cupti

@@ -203,15 +203,23 @@ const rows driver_rows[] = {
     {api_effect::allocate, call_handling::allocate_managed, {DRV(cuMemAllocManaged)}},
     {api_effect::allocate, call_handling::allocate_pinned,
      {DRV(cuMemAllocHost_v2), DRV(cuMemHostAlloc)}},
-    // Pitched memory, virtual memory management (PyTorch's expandable
-    // segments), pinned host ranges.
+    // Pitched memory, pinned host ranges.
+    {api_effect::allocate, call_handling::plain, {DRV(cuMemAllocPitch_v2), DRV(cuMemHostRegister_v2)}},
+    // Virtual memory management (PyTorch's expandable segments, JAX, NCCL):
+    // every step, so that the call CUPTI ties an allocation record to is seen
+    // whichever it is (NVIDIA's vectorAddMMAP sample's 3 allocations were
+    // "launch not seen" with cuMemCreate and cuMemMap alone).
+    {api_effect::allocate, call_handling::create_physical, {DRV(cuMemCreate)}},
+    {api_effect::allocate, call_handling::map_range, {DRV(cuMemMap)}},
     {api_effect::allocate, call_handling::plain,
-     {DRV(cuMemAllocPitch_v2), DRV(cuMemCreate), DRV(cuMemMap), DRV(cuMemHostRegister_v2)}},
+     {DRV(cuMemAddressReserve), DRV(cuMemSetAccess), DRV(cuMemMapArrayAsync),
+      DRV(cuMemMapArrayAsync_ptsz)}},
     {api_effect::release, call_handling::release_device,
      {DRV(cuMemFree_v2), DRV(cuMemFreeAsync), DRV(cuMemFreeAsync_ptsz)}},
     {api_effect::release, call_handling::release_host, {DRV(cuMemFreeHost)}},
-    {api_effect::release, call_handling::plain,
-     {DRV(cuMemRelease), DRV(cuMemUnmap), DRV(cuMemHostUnregister)}},
+    {api_effect::release, call_handling::release_physical, {DRV(cuMemRelease)}},
+    {api_effect::release, call_handling::unmap_range, {DRV(cuMemUnmap)}},
+    {api_effect::release, call_handling::plain, {DRV(cuMemAddressFree), DRV(cuMemHostUnregister)}},
     {api_effect::synchronize, call_handling::plain,
      {DRV(cuCtxSynchronize), DRV(cuStreamSynchronize), DRV(cuStreamSynchronize_ptsz),
       DRV(cuEventSynchronize)}},

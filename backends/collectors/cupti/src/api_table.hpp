@@ -48,6 +48,13 @@ enum class call_handling : std::uint8_t {
   allocate_pinned,
   release_device,    // the address first
   release_host,
+  // Virtual memory management (cuMemCreate / cuMemMap, as PyTorch's expandable
+  // segments, JAX and NCCL allocate): the physical allocation's location is
+  // kept by handle, and a mapped range becomes a data object until unmapped.
+  create_physical,   // cuMemCreate: (handle out, size, prop): where the memory lives
+  release_physical,  // cuMemRelease: the handle
+  map_range,         // cuMemMap: (ptr, size, offset, handle): the range, on exit
+  unmap_range,       // cuMemUnmap: (ptr, size)
   reset,             // cudaDeviceReset: the device's records are delivered first
   // A query (cudaEventQuery): the correlation id on exit, only when it
   // succeeded. Only a query that found the work done gets a synchronisation
