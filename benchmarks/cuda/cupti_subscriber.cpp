@@ -17,12 +17,19 @@ constexpr std::size_t buffer_bytes = std::size_t{8} << 20;
 constexpr std::size_t buffers_at_start = 4;
 constexpr std::size_t buffer_limit = 16;
 
+// Correlation ids seen by launch callbacks, one bit each (ids are dense and
+// start at 1; a run makes far fewer than this many calls).
+constexpr std::size_t tracked_correlations = std::size_t{1} << 26;
+
 struct subscriber_state {
   std::mutex mutex;  // guards everything below but api_callbacks
   std::vector<std::unique_ptr<std::uint8_t[]>> buffers;
   std::vector<std::uint8_t*> free_buffers;
   cupti_counts counts;
   std::atomic<std::uint64_t> api_callbacks{0};
+  std::unique_ptr<std::atomic<std::uint64_t>[]> launched =
+      std::make_unique<std::atomic<std::uint64_t>[]>(tracked_correlations / 64);
+  std::vector<bool> launch_ids[2];  // by domain (runtime 0, driver 1), callback id
 };
 
 // Never destroyed: CUPTI may hand buffers back while the process exits.
@@ -65,26 +72,40 @@ void CUPTIAPI give_buffer(std::uint8_t** buffer, std::size_t* size, std::size_t*
 void CUPTIAPI take_buffer(CUcontext context, std::uint32_t stream, std::uint8_t* buffer,
                           std::size_t, std::size_t valid_bytes) {
   std::array<std::uint64_t, CUPTI_ACTIVITY_KIND_COUNT> by_kind{};
-  std::uint64_t records = 0;
+  std::uint64_t records = 0, joined = 0;
   CUpti_Activity* record = nullptr;
+  subscriber_state& s = state();
   while (cuptiActivityGetNextRecord(buffer, valid_bytes, &record) == CUPTI_SUCCESS) {
     ++records;
     if (record->kind < CUPTI_ACTIVITY_KIND_COUNT) ++by_kind[record->kind];
+    if (record->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
+      const std::uint32_t id = reinterpret_cast<const CUpti_ActivityKernel10*>(record)->correlationId;
+      if (id < tracked_correlations &&
+          (s.launched[id / 64].load(std::memory_order_relaxed) >> (id % 64) & 1U) != 0)
+        ++joined;
+    }
   }
   std::size_t dropped = 0;
   cuptiActivityGetNumDroppedRecords(context, stream, &dropped);
 
-  subscriber_state& s = state();
   const std::lock_guard lock(s.mutex);
   s.counts.records += records;
+  s.counts.kernels_joined += joined;
   for (std::size_t kind = 0; kind < by_kind.size(); ++kind)
     s.counts.records_by_kind[kind] += by_kind[kind];
   s.counts.dropped += dropped;
   s.free_buffers.push_back(buffer);
 }
 
-void CUPTIAPI count_api_call(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {
-  state().api_callbacks.fetch_add(1, std::memory_order_relaxed);
+void CUPTIAPI count_api_call(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, const void* data) {
+  subscriber_state& s = state();
+  s.api_callbacks.fetch_add(1, std::memory_order_relaxed);
+  const std::vector<bool>& launches = s.launch_ids[domain == CUPTI_CB_DOMAIN_DRIVER_API ? 1 : 0];
+  if (id >= launches.size() || !launches[id]) return;
+  const auto* call = static_cast<const CUpti_CallbackData*>(data);
+  if (call->callbackSite != CUPTI_API_ENTER || call->correlationId >= tracked_correlations) return;
+  s.launched[call->correlationId / 64].fetch_or(std::uint64_t{1} << (call->correlationId % 64),
+                                                std::memory_order_relaxed);
 }
 
 }  // namespace
@@ -99,6 +120,7 @@ std::string activity_kind_name(CUpti_ActivityKind kind) {
 cupti_counts records_since(const cupti_counts& now, const cupti_counts& earlier) {
   cupti_counts difference = now;
   difference.records -= earlier.records;
+  difference.kernels_joined -= earlier.kernels_joined;
   difference.api_callbacks -= earlier.api_callbacks;
   for (std::size_t kind = 0; kind < difference.records_by_kind.size(); ++kind) {
     difference.records_by_kind[kind] -= earlier.records_by_kind[kind];
@@ -130,6 +152,12 @@ void start_cupti(const std::vector<CUpti_ActivityKind>& kinds, callback_set call
     }
   };
   const ferret::cupti::api_table& table = ferret::cupti::api_table::cuda();
+  s.launch_ids[0].assign(CUPTI_RUNTIME_TRACE_CBID_SIZE, false);
+  s.launch_ids[1].assign(CUPTI_DRIVER_TRACE_CBID_SIZE, false);
+  for (CUpti_CallbackId id = 1; id < CUPTI_RUNTIME_TRACE_CBID_SIZE; ++id)
+    s.launch_ids[0][id] = table.runtime_call(id).effect == ferret::runtime::api_effect::launch;
+  for (const CUpti_CallbackId id : table.driver_calls())
+    s.launch_ids[1][id] = table.driver_call(id).effect == ferret::runtime::api_effect::launch;
   switch (callbacks) {
     case callback_set::none: break;
     case callback_set::runtime: enable_domain(CUPTI_CB_DOMAIN_RUNTIME_API); break;
@@ -146,6 +174,13 @@ void start_cupti(const std::vector<CUpti_ActivityKind>& kinds, callback_set call
     case callback_set::ferret:
       for (const CUpti_CallbackId id : table.runtime_subscriptions(ferret::runtime::api_recording::work))
         enable(CUPTI_CB_DOMAIN_RUNTIME_API, id);
+      for (const CUpti_CallbackId id : table.driver_calls()) enable(CUPTI_CB_DOMAIN_DRIVER_API, id);
+      break;
+    case callback_set::driver_launch:
+      for (const CUpti_CallbackId id : table.driver_calls())
+        if (s.launch_ids[1][id]) enable(CUPTI_CB_DOMAIN_DRIVER_API, id);
+      break;
+    case callback_set::driver_ferret:
       for (const CUpti_CallbackId id : table.driver_calls()) enable(CUPTI_CB_DOMAIN_DRIVER_API, id);
       break;
   }

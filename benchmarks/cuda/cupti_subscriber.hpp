@@ -56,6 +56,11 @@ enum class callback_set {
   both,
   launch,   // the runtime's launches alone: the least a tracer needs to correlate kernels
   ferret,   // what ferret's collector subscribes to with FERRET_CUDA_API=work
+  // The driver domain alone (issue 27: does leaving the runtime domain
+  // unsubscribed spare every runtime call CUPTI's dispatch, and do kernel
+  // records still carry a correlation id a callback saw?):
+  driver_launch,  // the driver's launches (the runtime launches through them)
+  driver_ferret,  // the driver calls ferret's collector lists
 };
 
 struct cupti_counts {
@@ -66,6 +71,9 @@ struct cupti_counts {
   std::size_t buffers_allocated = 0;
   std::size_t buffers_declined = 0;  // requests refused because the pool was spent
   std::size_t callbacks_refused = 0;  // callback ids cuptiEnableCallback refused
+  // Kernel records whose correlation id an enter callback of a launch call saw
+  // (any domain): whether the callbacks can join the kernels to their calls.
+  std::uint64_t kernels_joined = 0;
 };
 
 // Records minus the earlier snapshot's (dropped and buffers stay totals).

@@ -73,7 +73,7 @@ constexpr int exit_skipped = 77;
 constexpr std::string_view usage_text =
     "usage: ferret-cuda-overhead [--workload=storm|loop|getters] [--mode=bare|cupti]\n"
     "         [--kinds=all|ferret|none|KIND,...]\n"
-    "         [--callbacks=none|runtime|driver|both|launch|ferret]\n"
+    "         [--callbacks=none|runtime|driver|both|launch|ferret|driver-launch|driver-ferret]\n"
     "         [--launches=N] [--iterations=N] [--calls=N] [--warmup=N] [--gemm=bf16|fp32]\n"
     "  KIND: kernel, memcpy, memcpy2, memset, memory2, sync, runtime, driver, device,\n"
     "        context, overhead\n"
@@ -89,12 +89,14 @@ using names_of = std::array<std::pair<std::string_view, T>, N>;
 constexpr names_of<workload, 3> workload_names{
     {{"storm", workload::storm}, {"loop", workload::loop}, {"getters", workload::getters}}};
 constexpr names_of<mode, 2> mode_names{{{"bare", mode::bare}, {"cupti", mode::cupti}}};
-constexpr names_of<callback_set, 6> callback_names{{{"none", callback_set::none},
+constexpr names_of<callback_set, 8> callback_names{{{"none", callback_set::none},
                                                     {"runtime", callback_set::runtime},
                                                     {"driver", callback_set::driver},
                                                     {"both", callback_set::both},
                                                     {"launch", callback_set::launch},
-                                                    {"ferret", callback_set::ferret}}};
+                                                    {"ferret", callback_set::ferret},
+                                                    {"driver-launch", callback_set::driver_launch},
+                                                    {"driver-ferret", callback_set::driver_ferret}}};
 constexpr names_of<gemm_type, 2> gemm_names{{{"bf16", gemm_type::bf16}, {"fp32", gemm_type::fp32}}};
 
 template <typename T, std::size_t N>
@@ -328,9 +330,11 @@ int run(const options& chosen) {
                       counts.records, counts.dropped);
   if (tracing) {
     line += fmt::format(
-        " kinds={} callbacks={} api_callbacks={} buffers={} declined={} callbacks_refused={}",
+        " kinds={} callbacks={} api_callbacks={} buffers={} declined={} callbacks_refused={}"
+        " kernels_joined={}",
         kinds_list(chosen.kinds), name_of(callback_names, chosen.callbacks), counts.api_callbacks,
-        counts.buffers_allocated, counts.buffers_declined, counts.callbacks_refused);
+        counts.buffers_allocated, counts.buffers_declined, counts.callbacks_refused,
+        counts.kernels_joined);
     line += fmt::format(" records_by_kind={}", records_by_kind(counts));
   }
   fmt::print("{}\n", line);

@@ -15,6 +15,8 @@
 # table gives the median and the minimum of each row:
 #   storm    100 000 empty-kernel launches (µs per launch): bare; CUPTI's
 #            kernel kind alone; + the callbacks of the runtime's launch calls;
+#            + the driver's launch callbacks alone (no runtime domain); + the
+#            runtime API's activity records (how Kineto times calls);
 #            + every callback ferret subscribes to; + every activity kind
 #            ferret enables but OVERHEAD; + OVERHEAD (ferret's CUPTI
 #            configuration, without ferret's own work); ferret (chrome trace) with FERRET_CUDA_API=work (default)
@@ -24,7 +26,11 @@
 #   getters  700 000 calls of cudaGetDevice/cudaGetLastError, as PyTorch makes
 #            them per operation (ns per call): bare; ferret counting them
 #            (work), not subscribed to them (work-uncounted), recording them
-#            (all); the raw subscriber's callback on exactly ferret's calls.
+#            (all); the raw subscriber's callback on exactly ferret's calls,
+#            and on ferret's driver calls alone (does an unsubscribed runtime
+#            domain spare the getters CUPTI's dispatch?). The log's result lines
+#            also give kernels_joined: kernel records whose correlation id a
+#            launch callback saw.
 #   loop     200 iterations of saxpy + 4096³ bf16 GEMM + a 4-byte copy back
 #            (ms per iteration): bare, the classic minimal tracer, ferret.
 #   torch    20 000 small PyTorch operations (µs per operation,
@@ -120,6 +126,8 @@ storm_rows=(
   "bare|bare"
   "CUPTI kernel kind alone|cupti kernel none"
   "kernel + launch callbacks|cupti kernel launch"
+  "kernel + driver launch callbacks alone|cupti kernel driver-launch"
+  "kernel + runtime API activity records|cupti kernel,runtime none"
   "kernel + ferret's callbacks|cupti kernel ferret"
   "ferret's kinds but overhead, and its callbacks|cupti kernel,memcpy,memcpy2,memset,memory2,sync,device,context ferret"
   "ferret's kinds and callbacks (CUPTI's part of ferret)|cupti ferret ferret"
@@ -133,6 +141,7 @@ getters_rows=(
   "ferret, work-uncounted (not subscribed)|ferret work-uncounted"
   "ferret, all (recorded)|ferret all"
   "raw callback on ferret's calls, no activity|cupti none ferret"
+  "raw callback on ferret's driver calls alone|cupti none driver-ferret"
 )
 loop_rows=(
   "bare|bare"
