@@ -16,7 +16,8 @@
 #   storm    100 000 empty-kernel launches (µs per launch): bare; CUPTI's
 #            kernel kind alone; + the callbacks of the runtime's launch calls;
 #            + the driver's launch callbacks alone (no runtime domain); + the
-#            runtime API's activity records (how Kineto times calls);
+#            runtime API's activity records (how Kineto times calls), alone
+#            and with the driver's launch callbacks;
 #            + every callback ferret subscribes to; + every activity kind
 #            ferret enables but OVERHEAD; + OVERHEAD (ferret's CUPTI
 #            configuration, without ferret's own work); ferret (chrome trace) with FERRET_CUDA_API=work (default)
@@ -28,7 +29,8 @@
 #            (work), not subscribed to them (work-uncounted), recording them
 #            (all); the raw subscriber's callback on exactly ferret's calls,
 #            and on ferret's driver calls alone (does an unsubscribed runtime
-#            domain spare the getters CUPTI's dispatch?). The log's result lines
+#            domain spare the getters CUPTI's dispatch?), and what the runtime
+#            API's activity records cost them (counts without callbacks). The log's result lines
 #            also give kernels_joined: kernel records whose correlation id a
 #            launch callback saw.
 #   loop     200 iterations of saxpy + 4096³ bf16 GEMM + a 4-byte copy back
@@ -128,6 +130,7 @@ storm_rows=(
   "kernel + launch callbacks|cupti kernel launch"
   "kernel + driver launch callbacks alone|cupti kernel driver-launch"
   "kernel + runtime API activity records|cupti kernel,runtime none"
+  "kernel + runtime API activity records + driver launch callbacks|cupti kernel,runtime driver-launch"
   "kernel + ferret's callbacks|cupti kernel ferret"
   "ferret's kinds but overhead, and its callbacks|cupti kernel,memcpy,memcpy2,memset,memory2,sync,device,context ferret"
   "ferret's kinds and callbacks (CUPTI's part of ferret)|cupti ferret ferret"
@@ -142,6 +145,8 @@ getters_rows=(
   "ferret, all (recorded)|ferret all"
   "raw callback on ferret's calls, no activity|cupti none ferret"
   "raw callback on ferret's driver calls alone|cupti none driver-ferret"
+  "runtime API activity records, no callback|cupti runtime none"
+  "runtime API activity records + ferret's driver calls|cupti runtime driver-ferret"
 )
 loop_rows=(
   "bare|bare"
