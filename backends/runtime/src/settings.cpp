@@ -45,11 +45,13 @@ constexpr setting table[] = {
      "tau backend: metrics besides TIME, one per counter: a region's value is the counter's "
      "change on its thread between the region's begin and end (for cumulative counters, like "
      "TAU_METRICS=TIME:PAPI_...). Written as MULTI__<metric> directories."},
-    {"FERRET_CUDA_API", "work, work-uncounted or all", "work",
+    {"FERRET_CUDA_API", "driver, work, work-uncounted or all", "work",
      "CUDA collector: which API calls become regions. work: the calls that launch, copy, set, "
      "allocate, free, synchronise, wait for or order GPU work; every other runtime call is "
      "counted per name (metadata cuda-api-unrecorded:<call>, a CUPTI callback each). "
-     "work-uncounted: the same regions, the other calls not subscribed to (no cost, no counts). "
+     "work-uncounted: the same regions, the other calls not subscribed to (no counts). "
+     "driver: the same work seen at the driver calls the runtime makes (cuLaunchKernel for "
+     "cudaLaunchKernel), no runtime callback at all: the runtime's other calls cost nothing. "
      "all: every runtime call."},
     {"FERRET_LEVEL_ZERO_API", "work, work-uncounted or all", "work",
      "Level Zero collector: which API calls become regions, as FERRET_CUDA_API (metadata "

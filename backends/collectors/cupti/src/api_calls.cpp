@@ -155,8 +155,8 @@ std::string api_name(const char* function) {
   return name;
 }
 
-api_calls::api_calls(runtime::api_recording recording, services needs)
-    : recording_(recording), services_(needs) {}
+api_calls::api_calls(cuda_api_setting setting, services needs)
+    : setting_(setting), services_(needs) {}
 
 void api_calls::on_api(CUpti_CallbackDomain domain, CUpti_CallbackId id,
                        const CUpti_CallbackData& call) {
@@ -373,7 +373,7 @@ void api_calls::graph_node_cloned(std::uint64_t original, std::uint64_t clone) {
 }
 
 void api_calls::add_metadata(runtime::metadata_list& metadata) const {
-  metadata.emplace_back("cuda-api", std::string{runtime::to_string(recording_)});
+  metadata.emplace_back("cuda-api", std::string{to_string(setting_)});
   // Versions of one call ("cudaStreamDestroy_v3020", "_v5050") add up under its name.
   std::map<std::string, std::uint64_t> by_name;
   for (std::size_t id = 0; id < counts_.size(); ++id)

@@ -52,9 +52,9 @@ class api_calls {
     void (*deliver_records)() = nullptr;
   };
 
-  api_calls(runtime::api_recording recording, services needs);
+  api_calls(cuda_api_setting setting, services needs);
 
-  runtime::api_recording recording() const noexcept { return recording_; }
+  runtime::api_recording recording() const noexcept { return setting_.recording; }
 
   /// A runtime or driver API callback (enter or exit).
   void on_api(CUpti_CallbackDomain domain, CUpti_CallbackId id, const CUpti_CallbackData& call);
@@ -85,7 +85,8 @@ class api_calls {
   const detail::site* site_for(CUpti_CallbackDomain domain, CUpti_CallbackId id,
                                const char* function);
 
-  const runtime::api_recording recording_;
+  const cuda_api_setting setting_;
+  const runtime::api_recording recording_ = setting_.recording;
   const services services_;
   const api_table& table_ = api_table::cuda();
 

@@ -246,6 +246,19 @@ const api_call unknown_call{};
 
 }  // namespace
 
+std::optional<cuda_api_setting> parse_cuda_api(std::string_view text) noexcept {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
+  // The runtime's work calls are not subscribed to; the driver's are, as always.
+  if (text == "driver") return cuda_api_setting{runtime::api_recording::work_uncounted, true};
+  if (const auto recording = runtime::parse_api_recording(text)) return cuda_api_setting{*recording};
+  return std::nullopt;
+}
+
+std::string_view to_string(const cuda_api_setting& setting) noexcept {
+  return setting.driver_only ? "driver" : runtime::to_string(setting.recording);
+}
+
 api_table::api_table()
     : runtime_(CUPTI_RUNTIME_TRACE_CBID_SIZE), driver_(CUPTI_DRIVER_TRACE_CBID_SIZE) {
   for (const rows& group : runtime_rows)

@@ -18,6 +18,8 @@
 #include <cupti.h>
 
 #include <cstdint>
+#include <optional>
+#include <string_view>
 #include <vector>
 
 #include "ferret/runtime/api_policy.hpp"
@@ -65,6 +67,27 @@ enum class call_handling : std::uint8_t {
   // id, so none is written.
   marker,
 };
+
+/// FERRET_CUDA_API: the vendor-neutral recording (ferret/runtime/api_policy.hpp)
+/// and where the calls are seen. `driver` leaves the runtime's domain alone:
+/// once any runtime callback is enabled CUPTI's dispatch costs every runtime
+/// call ~0.24 µs, subscribed or not (PyTorch makes 7 calls that launch nothing
+/// per operation), while the driver's callbacks cost calls that do not reach
+/// them nothing; a runtime call's work is then joined to the driver call the
+/// runtime makes (cudaLaunchKernel's kernels to its cuLaunchKernel), and the
+/// runtime's other calls are not counted. Measured on an H200: docs/performance.md.
+struct cuda_api_setting {
+  constexpr cuda_api_setting(runtime::api_recording chosen = runtime::api_recording::work,
+                             bool driver = false) noexcept
+      : recording(chosen), driver_only(driver) {}
+  runtime::api_recording recording;
+  bool driver_only;  // no runtime callback at all
+};
+inline constexpr std::string_view cuda_api_values = "driver, work, work-uncounted or all";
+/// "driver" or what runtime::parse_api_recording takes; nullopt for anything else.
+std::optional<cuda_api_setting> parse_cuda_api(std::string_view text) noexcept;
+/// The setting's name, as FERRET_CUDA_API takes it.
+std::string_view to_string(const cuda_api_setting& setting) noexcept;
 
 struct api_call {
   runtime::api_effect effect = runtime::api_effect::other;

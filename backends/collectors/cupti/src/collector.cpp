@@ -114,7 +114,7 @@ class cuda_collector final : public runtime::collector {
 
   cuda_collector() = default;
   void subscribe();
-  void subscribe_api_calls(runtime::api_recording recording);
+  void subscribe_api_calls(const cuda_api_setting& setting);
   void describe_device(std::uint32_t device);
   std::int64_t to_monotonic_raw(std::int64_t cupti_ns) const noexcept {
     return cupti_ns + offset_ns_.load(std::memory_order_relaxed);
@@ -176,12 +176,11 @@ void deliver_records() { cuda_collector::instance().force_flush(); }
 void cuda_collector::subscribe() {
   if (!runtime::session_active()) return;  // FERRET_BACKEND unset: stay out of the way
   const char* requested = std::getenv("FERRET_CUDA_API");
-  const std::optional<runtime::api_recording> recording =
-      runtime::parse_api_recording(requested != nullptr ? requested : "work");
-  if (!recording) {
+  const std::optional<cuda_api_setting> setting = parse_cuda_api(requested != nullptr ? requested : "work");
+  if (!setting) {
     runtime::print_message(fmt::format("FERRET_CUDA_API='{}' is not valid (expected {}); running "
                                        "without GPU data",
-                                       requested, runtime::api_recording_values));
+                                       requested, cuda_api_values));
     return;
   }
   std::uint32_t version = 0;
@@ -202,7 +201,7 @@ void cuda_collector::subscribe() {
         cupti_error(result)));
     return;
   }
-  calls_ = std::make_unique<api_calls>(*recording, api_calls::services{device_of_context, deliver_records});
+  calls_ = std::make_unique<api_calls>(*setting, api_calls::services{device_of_context, deliver_records});
   driver_loaded_ = driver_.load();
   // Before any kind is enabled, so that every record uses it.
   using_timestamp_callback_ =
@@ -233,7 +232,7 @@ void cuda_collector::subscribe() {
                                        "that release's layouts, for the fields they share",
                                        version, decoder_.layouts_release()));
 
-  subscribe_api_calls(*recording);
+  subscribe_api_calls(*setting);
   cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED);
   cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE,
                       CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
@@ -247,7 +246,8 @@ void cuda_collector::subscribe() {
 
 // Callbacks only for the calls recorded or counted (api_table.cpp): a call
 // left alone costs nothing.
-void cuda_collector::subscribe_api_calls(runtime::api_recording recording) {
+void cuda_collector::subscribe_api_calls(const cuda_api_setting& setting) {
+  const runtime::api_recording recording = setting.recording;
   const api_table& table = api_table::cuda();
   std::vector<std::string> refused_recorded;
   std::size_t refused_counted = 0;
@@ -261,7 +261,9 @@ void cuda_collector::subscribe_api_calls(runtime::api_recording recording) {
     cuptiGetCallbackName(domain, id, &name);
     refused_recorded.push_back(api_name(name));
   };
-  if (recording == runtime::api_recording::all) {
+  if (setting.driver_only) {
+    // Not one runtime callback: see cuda_api_setting.
+  } else if (recording == runtime::api_recording::all) {
     // Every runtime call, also those of a newer CUDA than the table knows.
     if (const CUptiResult result = cuptiEnableDomain(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API);
         result != CUPTI_SUCCESS)
