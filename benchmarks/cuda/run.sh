@@ -36,11 +36,14 @@
 #   loop     200 iterations of saxpy + 4096³ bf16 GEMM + a 4-byte copy back
 #            (ms per iteration): bare, the classic minimal tracer, ferret.
 #   torch    20 000 small PyTorch operations (µs per operation,
-#            ferret-torch-small-ops.py): bare; ferret with FERRET_CUDA_API=work,
-#            work-uncounted and all; torch.profiler. Target: ferret slows it
-#            less than torch.profiler does. Left out without a python3 whose
-#            torch sees the GPU.
-# R is 11 for storm and getters, 5 for loop and torch; --quick: 9 and 3, and
+#            ferret-torch-small-ops.py): bare; ferret with FERRET_CUDA_API=work
+#            and driver, each with and without Python call paths
+#            (FERRET_PYTHON=0); torch.profiler without and with with_stack.
+#            Targets (issue 27): ferret's added time ≤ 0.7× torch.profiler's,
+#            with call paths against with_stack. Left out without a python3
+#            whose torch sees the GPU.
+#   train    2 000 training steps of a small MLP (µs per step), the same rows.
+# R is 11 for storm and getters, 5 for loop, torch and train; --quick: 9 and 3, and
 # half the launches, calls, iterations and operations; --repeats N: N for all.
 # Columns: median and minimum, what a row adds to bare (median − median, and
 # min − min), the ratio to bare, the records CUPTI delivered per run (raw
@@ -54,7 +57,7 @@
 set -uo pipefail
 
 usage() {
-  echo "usage: $0 <build-dir> [--quick] [--repeats N] [--only storm,getters,loop,torch]" >&2
+  echo "usage: $0 <build-dir> [--quick] [--repeats N] [--only storm,getters,loop,torch,train]" >&2
   exit 1
 }
 [[ $# -ge 1 ]] || usage
@@ -62,7 +65,7 @@ build_dir=$1
 shift
 quick=0
 repeats=
-only=storm,getters,loop,torch
+only=storm,getters,loop,torch,train
 while [[ $# -gt 0 ]]; do
   case $1 in
     --quick) quick=1 ;;
@@ -71,7 +74,7 @@ while [[ $# -gt 0 ]]; do
       repeats=$2
       shift ;;
     --only)
-      [[ $# -ge 2 && $2 =~ ^(storm|getters|loop|torch)(,(storm|getters|loop|torch))*$ ]] || usage
+      [[ $# -ge 2 && $2 =~ ^(storm|getters|loop|torch|train)(,(storm|getters|loop|torch|train))*$ ]] || usage
       only=$2
       shift ;;
     *) usage ;;
@@ -79,9 +82,9 @@ while [[ $# -gt 0 ]]; do
   shift
 done
 if ((quick)); then
-  launches=50000 calls=350000 iterations=100 torch_ops=10000 fine=9 coarse=3
+  launches=50000 calls=350000 iterations=100 torch_ops=10000 train_steps=1000 fine=9 coarse=3
 else
-  launches=100000 calls=700000 iterations=200 torch_ops=20000 fine=11 coarse=5
+  launches=100000 calls=700000 iterations=200 torch_ops=20000 train_steps=2000 fine=11 coarse=5
 fi
 [[ -n $repeats ]] && fine=$repeats coarse=$repeats
 wanted() { [[ ,$only, == *,$1,* ]]; }
@@ -136,6 +139,7 @@ storm_rows=(
   "ferret's kinds and callbacks (CUPTI's part of ferret)|cupti ferret ferret"
   "ferret, FERRET_CUDA_API=work (default)|ferret work"
   "ferret, FERRET_CUDA_API=all|ferret all"
+  "ferret, FERRET_CUDA_API=driver|ferret driver"
   "classic minimal tracer (8 kinds with runtime and driver records)|cupti all none"
 )
 getters_rows=(
@@ -143,6 +147,7 @@ getters_rows=(
   "ferret, work (counted)|ferret work"
   "ferret, work-uncounted (not subscribed)|ferret work-uncounted"
   "ferret, all (recorded)|ferret all"
+  "ferret, driver (the runtime untouched)|ferret driver"
   "raw callback on ferret's calls, no activity|cupti none ferret"
   "raw callback on ferret's driver calls alone|cupti none driver-ferret"
   "runtime API activity records, no callback|cupti runtime none"
@@ -152,14 +157,19 @@ loop_rows=(
   "bare|bare"
   "classic minimal tracer|cupti all none"
   "ferret, work (default)|ferret work"
+  "ferret, driver|ferret driver"
 )
 torch_rows=(
   "bare|bare"
   "ferret, work (default)|ferret work"
-  "ferret, work-uncounted|ferret work-uncounted"
-  "ferret, all|ferret all"
+  "ferret, driver|ferret driver"
+  "ferret, driver, FERRET_PYTHON=0|ferret driver FERRET_PYTHON=0"
+  "ferret, work, FERRET_PYTHON=0|ferret work FERRET_PYTHON=0"
   "torch.profiler (CPU and CUDA activities)|profiler"
+  "torch.profiler with_stack=True|profiler-stack"
 )
+# The same rows on training steps of a small MLP.
+train_rows=("${torch_rows[@]}")
 
 # The command of one row of one table, into the array `command`.
 row_command() {  # table how...
@@ -171,14 +181,18 @@ row_command() {  # table how...
     getters) workload=("$program" --workload=getters --calls="$calls") ;;
     loop) workload=("$program" --workload=loop --iterations="$iterations") ;;
     torch) workload=(python3 "$torch_script" --ops "$torch_ops") ;;
+    train) workload=(python3 "$torch_script" --workload train --ops "$train_steps") ;;
   esac
   case $1 in
     bare)
       command=("${prefix[@]}" "${workload[@]}")
-      [[ $table != torch ]] && command+=(--mode=bare) ;;
+      [[ $table != torch && $table != train ]] && command+=(--mode=bare) ;;
     cupti) command=("${prefix[@]}" "${workload[@]}" --mode=cupti --kinds="$2" --callbacks="$3") ;;
     profiler) command=("${prefix[@]}" "${workload[@]}" --profiler) ;;
+    profiler-stack) command=("${prefix[@]}" "${workload[@]}" --stack) ;;
     ferret)
+      # Settings after the API one (FERRET_PYTHON=0) go into the environment.
+      prefix+=("${@:3}")
       if [[ -x $ferret_run ]]; then
         prefix+=(FERRET_CUDA_API="$2" "$ferret_run" --backend chrome --output "$work/trace" --)
       else
@@ -186,7 +200,7 @@ row_command() {  # table how...
                  FERRET_OUTPUT="$work/trace")
       fi
       command=("${prefix[@]}" "${workload[@]}")
-      [[ $table != torch ]] && command+=(--mode=bare) ;;
+      [[ $table != torch && $table != train ]] && command+=(--mode=bare) ;;
   esac
 }
 
@@ -221,7 +235,7 @@ run_once() {
     # The chrome backend's exit line says how many events it wrote.
     records=$(sed -n 's/^ferret: chrome trace: .*(\([0-9]*\) events).*/\1/p' <<<"$output" | tail -n 1)
     dropped=$(grep -ciE '^ferret: .*(dropped|lost)' <<<"$output")
-  elif [[ $table == torch ]]; then
+  elif [[ $table == torch || $table == train ]]; then
     records= dropped=
   fi
   printf '%s\t%s\t%s\t%s\t%s\n' "$table" "$label" "$value" "${records:-}" "${dropped:-}" >>"$results"
@@ -275,6 +289,7 @@ wanted storm && run_table storm "$fine" "${storm_rows[@]}"
 wanted getters && run_table getters "$fine" "${getters_rows[@]}"
 wanted loop && run_table loop "$coarse" "${loop_rows[@]}"
 wanted torch && [[ -z $torch_note ]] && run_table torch "$coarse" "${torch_rows[@]}"
+wanted train && [[ -z $torch_note ]] && run_table train "$coarse" "${train_rows[@]}"
 
 # stats table label: "median|min|runs ok|runs|median records|most dropped"
 # (empty when none; "|" because read collapses empty tab-separated fields)
@@ -403,23 +418,44 @@ report() {
            "floats), µs per operation"
       echo
       table_report torch "µs/op" "%.3f" 1 "${torch_rows[@]}"
-      local bare ferret profiler
-      IFS='|' read -r bare _ <<<"$(stats torch bare)"
-      IFS='|' read -r ferret _ <<<"$(stats torch "ferret, work (default)")"
-      IFS='|' read -r profiler _ <<<"$(stats torch "torch.profiler (CPU and CUDA activities)")"
-      local ferret_ratio profiler_ratio
-      ferret_ratio=$(calc "v / w" "$ferret" "$bare")
-      profiler_ratio=$(calc "v / w" "$profiler" "$bare")
-      echo
-      echo "Target: ferret slows the loop less than torch.profiler: ferret" \
-           "$(shown %.2f× "$ferret_ratio"), torch.profiler $(shown %.2f× "$profiler_ratio")" \
-           "($(verdict "$ferret_ratio" "${profiler_ratio:-0}"))."
+      torch_verdicts torch
     fi
+  fi
+  if wanted train && [[ -z $torch_note ]]; then
+    echo
+    echo "### PyTorch $torch_version: $train_steps training steps of a small MLP (256-256-10," \
+         "batch 64, SGD), µs per step"
+    echo
+    table_report train "µs/step" "%.1f" 1 "${train_rows[@]}"
+    torch_verdicts train
   fi
   echo
   echo "Total time: $((SECONDS - started)) s. Records: CUPTI activity records of the timed part" \
        "and teardown (raw subscriber), events in ferret's chrome trace (ferret); dropped: most" \
        "records a run dropped (raw subscriber), ferret exit lines reporting drops (ferret)."
+}
+
+# Issue 27's targets for a PyTorch table: ferret's added time (median over
+# bare's) at most 0.7x torch.profiler's, with Python call paths against
+# with_stack=True and without (FERRET_PYTHON=0) against the plain profiler.
+torch_verdicts() {  # table
+  local table=$1 bare added_profiler added_stack row ours ratio
+  IFS='|' read -r bare _ <<<"$(stats "$table" bare)"
+  IFS='|' read -r added_profiler _ <<<"$(stats "$table" "torch.profiler (CPU and CUDA activities)")"
+  IFS='|' read -r added_stack _ <<<"$(stats "$table" "torch.profiler with_stack=True")"
+  added_profiler=$(calc "v - w" "$added_profiler" "$bare")
+  added_stack=$(calc "v - w" "$added_stack" "$bare")
+  echo
+  for row in "ferret, work (default)|$added_stack|with_stack=True" "ferret, driver|$added_stack|with_stack=True" \
+             "ferret, work, FERRET_PYTHON=0|$added_profiler|without stacks" \
+             "ferret, driver, FERRET_PYTHON=0|$added_profiler|without stacks"; do
+    IFS='|' read -r ours _ <<<"$(stats "$table" "${row%%|*}")"
+    IFS='|' read -r _ reference against <<<"$row"
+    ratio=$(calc "(v - w) / $([[ -n $reference ]] && echo "$reference" || echo 0)" "$ours" "$bare")
+    [[ -z $reference || -z $ours ]] && ratio=
+    echo "- ${row%%|*}: added $(shown %.3f "$(calc "v - w" "$ours" "$bare")") against torch.profiler" \
+         "$against $(shown %.3f "$reference"): $(shown %.2f× "$ratio") (target ≤ 0.70×: $(verdict "$ratio" 0.7))"
+  done
 }
 
 report_text=$(report)
