@@ -7,11 +7,24 @@
 #define FERRET_VERSION_STRING "0.1.0"
 
 // FERRET_ENABLED=0 turns every annotation into an empty inline: the object
-// code is then identical to the same program without annotations
-// (tests/compile_out proves it). Per-library switches are domains, see
-// ferret::domain in ferret.hpp.
+// file is then identical to the same file without annotations (and without
+// the header; tests/compile_out proves it). Per-library switches are domains,
+// see ferret::domain_enabled in ferret.hpp.
 #ifndef FERRET_ENABLED
 #define FERRET_ENABLED 1
+#endif
+
+// The inline namespace of everything in ferret.hpp whose code depends on
+// FERRET_ENABLED. Enabled and disabled translation units of one program (a
+// library built with FERRET_ENABLED=0 inside a traced application) then
+// define different names, each keeping the code it was compiled with, as
+// NVTX3 does with its versioned namespace. "v1": change it when an inline
+// function's behaviour changes incompatibly. The ABI with the runtime
+// (detail/abi.hpp) stays outside it.
+#if FERRET_ENABLED
+#define FERRET_CONFIGURATION v1_enabled
+#else
+#define FERRET_CONFIGURATION v1_disabled
 #endif
 
 #if defined(__GNUC__) || defined(__clang__)

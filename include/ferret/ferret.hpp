@@ -22,8 +22,10 @@
 //   backends/<format>            writers (chrome, ...) fed by the runtime
 //
 // Switching off:
-//   -DFERRET_ENABLED=0           every annotation is an empty inline; the code is
-//                                identical to the code without annotations.
+//   -DFERRET_ENABLED=0           every annotation is an empty inline; the object file is
+//                                identical to the file without annotations. Enabled and
+//                                disabled files mix in one program: each configuration
+//                                has its own inline namespace (FERRET_CONFIGURATION).
 //   domains                      struct mylib { static constexpr const char* name = "mylib";
 //                                               static constexpr bool enabled = MYLIB_TRACE; };
 //                                ferret::region_in<mylib> r{"step"};  // off if !enabled
@@ -44,11 +46,13 @@
 #include <type_traits>
 #include <utility>
 
-// Always included: without FERRET_ENABLED nothing in it is referenced, so it
-// emits no code.
+#if FERRET_ENABLED
 #include "ferret/detail/recorder.hpp"
+#endif
 
 namespace ferret {
+
+// The same in every configuration: names, types and traits with no code.
 
 using memory_kind = detail::memory_kind;
 
@@ -73,10 +77,6 @@ struct domain_label<D, std::void_t<decltype(D::name)>> {
 };
 }  // namespace detail
 
-/// True when annotations of domain D generate code.
-template <class D>
-inline constexpr bool domain_enabled = FERRET_ENABLED && detail::domain_switch<D>::value;
-
 /// The category name of domain D (nullptr for the default domain).
 template <class D>
 inline constexpr const char* domain_name = detail::domain_label<D>::value;
@@ -93,6 +93,16 @@ class name {
  private:
   const detail::site* site_ = nullptr;
 };
+
+/// Identifies a registered data object; 0 means "not registered".
+using data_object_id = std::uint64_t;
+
+// What changes with FERRET_ENABLED (see FERRET_CONFIGURATION in config.hpp).
+inline namespace FERRET_CONFIGURATION {
+
+/// True when annotations of domain D generate code.
+template <class D>
+inline constexpr bool domain_enabled = FERRET_ENABLED && detail::domain_switch<D>::value;
 
 /// Copies `text` into a name record kept until the process exits. Call it once
 /// per distinct name (at start-up, say), not per event. Returns an empty name
@@ -116,6 +126,10 @@ inline name register_name(std::string_view text) noexcept {
 /// (from the FERRET_REGION / FERRET_FUNCTION macros), a string literal, or a
 /// registered ferret::name.
 template <class Domain = default_domain, bool Enabled = domain_enabled<Domain>>
+class region_in;
+
+#if FERRET_ENABLED
+template <class Domain, bool Enabled>
 class region_in {
  public:
   explicit region_in(const detail::site& s) noexcept {
@@ -144,27 +158,33 @@ class region_in {
   }
   const detail::site* site_ = nullptr;
 };
+#endif
 
+// Constant-initialised and trivially destructible: even at namespace scope it
+// needs no initialiser and no atexit registration. [[gnu::unused]]: no
+// unused-variable warning where the enabled region (which has a destructor)
+// gets none.
 template <class Domain>
-class region_in<Domain, false> {
+class [[gnu::unused]] region_in<Domain, false> {
  public:
   constexpr explicit region_in(const detail::site&) noexcept {}
   template <std::size_t N>
   constexpr explicit region_in(const char (&)[N]) noexcept {}
   constexpr explicit region_in(name) noexcept {}
-  // User-provided so that compilers treat the object as used (no
-  // unused-variable warning), as they do for the enabled region.
-  ~region_in() {}
   region_in(const region_in&) = delete;
   region_in& operator=(const region_in&) = delete;
 };
 
 using region = region_in<>;
 
+}  // namespace FERRET_CONFIGURATION
+
 // ---------------------------------------------------------------------------
 // Explicit begin/end, marks (instants) and counters
 
 namespace detail {
+inline namespace FERRET_CONFIGURATION {
+#if FERRET_ENABLED
 template <class Domain>
 FERRET_ALWAYS_INLINE void write_named(const site* s, event_kind kind) noexcept {
   if constexpr (domain_enabled<Domain>) {
@@ -185,7 +205,16 @@ FERRET_ALWAYS_INLINE void write_literal(const char* literal, event_kind kind) no
     static_cast<void>(kind);
   }
 }
+#else
+template <class Domain>
+FERRET_ALWAYS_INLINE void write_named(const site*, event_kind) noexcept {}
+template <class Domain>
+FERRET_ALWAYS_INLINE void write_literal(const char*, event_kind) noexcept {}
+#endif
+}  // namespace FERRET_CONFIGURATION
 }  // namespace detail
+
+inline namespace FERRET_CONFIGURATION {
 
 /// Opens a region that a later ferret::end with the same name closes, for code
 /// that cannot use a scope (callbacks, state machines). Regions must nest per
@@ -220,6 +249,10 @@ inline void mark(name n) noexcept {
 /// A numeric time series (queue depth, residual, bytes in flight). Each
 /// record() stores one timestamped sample; the object may be shared by threads.
 template <class Domain = default_domain, bool Enabled = domain_enabled<Domain>>
+class counter_in;
+
+#if FERRET_ENABLED
+template <class Domain, bool Enabled>
 class counter_in {
  public:
   template <std::size_t N>
@@ -240,6 +273,7 @@ class counter_in {
   const detail::site* site_ = nullptr;
   const char* literal_ = nullptr;
 };
+#endif
 
 template <class Domain>
 class counter_in<Domain, false> {
@@ -330,9 +364,6 @@ inline void resume() noexcept {
 // Data objects: named memory ranges, so that transfers can be attributed to
 // the arrays they move.
 
-/// Identifies a registered data object; 0 means "not registered".
-using data_object_id = std::uint64_t;
-
 /// Names [address, address + bytes) until unregister_data_object. `device` is
 /// the device ordinal for device/managed memory, -1 for host memory. Ranges may
 /// nest (an array inside a pool); a lookup finds the innermost. A range that
@@ -373,30 +404,15 @@ inline void unregister_data_object_at(const void* address) noexcept {
 }
 
 /// RAII data object: registered on construction, unregistered on destruction.
+#if FERRET_ENABLED
 class data_object {
  public:
   data_object(std::string_view object_name, const void* address, std::size_t bytes,
               memory_kind memory = memory_kind::host, int device = -1) noexcept
-#if FERRET_ENABLED
-      : id_(register_data_object(object_name, address, bytes, memory, device)) {
-  }
-#else
-  {
-    static_cast<void>(object_name);
-    static_cast<void>(address);
-    static_cast<void>(bytes);
-    static_cast<void>(memory);
-    static_cast<void>(device);
-  }
-#endif
-  ~data_object() {
-#if FERRET_ENABLED
-    unregister_data_object(id_);
-#endif
-  }
+      : id_(register_data_object(object_name, address, bytes, memory, device)) {}
+  ~data_object() { unregister_data_object(id_); }
   data_object(const data_object&) = delete;
   data_object& operator=(const data_object&) = delete;
-#if FERRET_ENABLED
   data_object(data_object&& other) noexcept : id_(std::exchange(other.id_, 0)) {}
   data_object& operator=(data_object&& other) noexcept {
     if (this != &other) {
@@ -409,13 +425,22 @@ class data_object {
 
  private:
   data_object_id id_ = 0;
-#else
-  data_object(data_object&&) noexcept {}
-  data_object& operator=(data_object&&) noexcept { return *this; }
-  data_object_id id() const noexcept { return 0; }
-#endif
 };
+#else
+// Constant-initialised and trivially destructible, as the disabled region.
+class [[gnu::unused]] data_object {
+ public:
+  constexpr data_object(std::string_view, const void*, std::size_t,
+                        memory_kind = memory_kind::host, int = -1) noexcept {}
+  data_object(const data_object&) = delete;
+  data_object& operator=(const data_object&) = delete;
+  data_object(data_object&&) noexcept = default;
+  data_object& operator=(data_object&&) noexcept = default;
+  constexpr data_object_id id() const noexcept { return 0; }
+};
+#endif
 
+}  // namespace FERRET_CONFIGURATION
 }  // namespace ferret
 
 // ---------------------------------------------------------------------------

@@ -155,7 +155,8 @@ extern "C" FERRET_WEAK const ferret::detail::runtime_api* ferret_runtime_attach_
 // Code built against the ferret::cuda target (the CUDA collector) references
 // the collector, so that linkers that drop unreferenced libraries
 // (--as-needed) keep it: the collector starts from its library's initialiser.
-#if defined(FERRET_CUDA_LINKED)
+// Not with FERRET_ENABLED=0: compiled-out code references nothing.
+#if defined(FERRET_CUDA_LINKED) && FERRET_ENABLED
 extern "C" const int ferret_cuda_collector_v1;
 namespace ferret::detail {
 [[gnu::used]] FERRET_DSO_LOCAL inline const int* const cuda_collector_anchor = &ferret_cuda_collector_v1;
@@ -164,7 +165,7 @@ namespace ferret::detail {
 
 // The same for the OpenMP collector (ferret::ompt): referenced, its library
 // stays, and the OpenMP runtime finds its ompt_start_tool.
-#if defined(FERRET_OMPT_LINKED)
+#if defined(FERRET_OMPT_LINKED) && FERRET_ENABLED
 extern "C" const int ferret_ompt_collector_v1;
 namespace ferret::detail {
 [[gnu::used]] FERRET_DSO_LOCAL inline const int* const ompt_collector_anchor = &ferret_ompt_collector_v1;

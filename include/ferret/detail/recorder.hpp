@@ -31,18 +31,14 @@ FERRET_DSO_LOCAL FERRET_TLS_MODEL inline thread_local thread_buffer* t_buffer =
 
 // Tells the runtime when this shared object goes (dlclose(), or exit), while
 // its memory is still mapped: a plugin or a Python extension module may be
-// unloaded long before the process ends. Odr-used only once the object
-// attached, so code that never records carries none of it.
+// unloaded long before the process ends.
 struct unload_hook {
-  std::atomic<bool> attached{false};
   ~unload_hook() {
     const runtime_api* api = g_api.load(std::memory_order_acquire);
-    if (attached.load(std::memory_order_relaxed) && api != nullptr &&
-        api->size >= offsetof(runtime_api, detach) + sizeof api->detach)
+    if (api != nullptr && api->size >= offsetof(runtime_api, detach) + sizeof api->detach)
       api->detach(&g_mode);
   }
 };
-FERRET_DSO_LOCAL inline unload_hook g_unload_hook;
 
 // Hinted unlikely: the path without recording (the common case in
 // production) then runs straight through, with no taken jump.
@@ -50,7 +46,18 @@ FERRET_ALWAYS_INLINE bool recording() noexcept {
   return FERRET_UNLIKELY(g_mode.load(std::memory_order_relaxed) != mode_off);
 }
 
-FERRET_NOINLINE inline const runtime_api* resolve_runtime() noexcept {
+// The functions below that are not always inlined are hidden too: each shared
+// object must run its own copy, on its own flag and thread slot (a default-
+// visibility copy would be bound to the first loaded object's, leaving the
+// others' flags unresolved).
+FERRET_DSO_LOCAL FERRET_NOINLINE inline const runtime_api* resolve_runtime() noexcept {
+  // A function-local static, so that only code that annotates carries the
+  // hook (a namespace-scope one would give every translation unit that
+  // includes this header an initialiser and an atexit registration).
+  // Registered before attaching: at exit it then runs after the runtime's
+  // own exit handler, which the first attach registers.
+  static unload_hook hook;
+  static_cast<void>(hook);
   const runtime_api* api = nullptr;
 #if defined(FERRET_RUNTIME_LINKED)
   api = ferret_runtime_attach_v1(abi_version, &g_mode);
@@ -62,19 +69,19 @@ FERRET_NOINLINE inline const runtime_api* resolve_runtime() noexcept {
     g_mode.store(mode_off, std::memory_order_relaxed);
   }
   g_api.store(api, std::memory_order_release);
-  if (api != nullptr) g_unload_hook.attached.store(true, std::memory_order_relaxed);
   return api;
 }
 
-// The runtime's function table, attaching on first use; nullptr without a runtime.
-inline const runtime_api* runtime() noexcept {
+// The runtime's function table, attaching on first use; nullptr without a
+// runtime, or with one that records nothing in this process.
+FERRET_DSO_LOCAL inline const runtime_api* runtime() noexcept {
   if (const runtime_api* api = g_api.load(std::memory_order_acquire)) return api;
   if (g_mode.load(std::memory_order_relaxed) == mode_unresolved) return resolve_runtime();
   return nullptr;
 }
 
-FERRET_NOINLINE inline void write_slow(std::uint64_t word, std::uint64_t extra,
-                                       unsigned slots) noexcept {
+FERRET_DSO_LOCAL FERRET_NOINLINE inline void write_slow(std::uint64_t word, std::uint64_t extra,
+                                                        unsigned slots) noexcept {
   if (const runtime_api* api = runtime()) api->write(&t_buffer, word, extra, slots);
 }
 
@@ -133,8 +140,8 @@ FERRET_ALWAYS_INLINE std::uint64_t word_of(const site* s, event_kind kind) noexc
   return reinterpret_cast<std::uintptr_t>(s) + kind;
 }
 
-FERRET_NOINLINE inline const site* intern_literal_slow(const char* literal,
-                                                       const char* domain) noexcept {
+FERRET_DSO_LOCAL FERRET_NOINLINE inline const site* intern_literal_slow(
+    const char* literal, const char* domain) noexcept {
   const runtime_api* api = runtime();
   return api ? api->intern_literal(&t_buffer, literal, domain) : nullptr;
 }

@@ -1,0 +1,33 @@
+# cmake -DOBJDUMP=... -DFIRST=a.o -DSECOND=b.o -DEXPECT=same|different -DWORK=dir -P compare_objects.cmake
+# Compares two object files whole: section headers, symbols, the contents of
+# every section (initialisers, .init_array, data), every relocation and the
+# disassembly, as objdump prints them, the object's own path left out.
+foreach(side FIRST SECOND)
+  set(dump "")
+  foreach(options "-h;-t;-s;-r" "-d")
+    execute_process(COMMAND ${OBJDUMP} ${options} ${${side}} OUTPUT_VARIABLE part
+                    RESULT_VARIABLE failed ERROR_VARIABLE error)
+    if(failed)
+      message(FATAL_ERROR "objdump ${options} failed on ${${side}}: ${error}")
+    endif()
+    string(APPEND dump "${part}")
+  endforeach()
+  string(REPLACE "${${side}}" "<object>" dump "${dump}")
+  file(WRITE ${WORK}/${side}.dump "${dump}")
+  set(${side}_DUMP "${dump}")
+endforeach()
+if(FIRST_DUMP STREQUAL SECOND_DUMP)
+  set(differ FALSE)
+else()
+  set(differ TRUE)
+endif()
+message(STATUS "${FIRST} against ${SECOND}: ${WORK}/FIRST.dump, ${WORK}/SECOND.dump")
+if(EXPECT STREQUAL "same" AND differ)
+  find_program(DIFF diff)
+  if(DIFF)
+    execute_process(COMMAND ${DIFF} -u ${WORK}/FIRST.dump ${WORK}/SECOND.dump)
+  endif()
+  message(FATAL_ERROR "the object files differ, expected identical")
+elseif(EXPECT STREQUAL "different" AND NOT differ)
+  message(FATAL_ERROR "the object files are identical, expected a difference")
+endif()
