@@ -108,6 +108,12 @@ const detail::runtime_api* runtime_state::attach(std::atomic<std::uint8_t>* flag
       initialize();
     }
   }
+  // Untraced (no backend, or none could start), the object gets no table: its
+  // data objects, metadata and thread names then cost what they cost without
+  // a runtime (no call, no allocation, no lock), as its annotations do. Only
+  // a session (or a fork child's, started at its first event) ever records.
+  if (current_.load(std::memory_order_acquire) == nullptr && !restart_on_first_event_.load())
+    return nullptr;
   {
     std::lock_guard lock{flags_mutex_};
     if (std::find(flags_.begin(), flags_.end(), flag) == flags_.end()) flags_.push_back(flag);
