@@ -317,12 +317,14 @@ void runtime_state::drain_locked(session& s, bool final) {
     for (collector* source : collectors) source->add_metadata(runtime_metadata);
   }
   if (final) s.final_metadata = runtime_metadata;
-  metadata_list user_metadata;
   {
     std::lock_guard lock{metadata_mutex_};
-    user_metadata = user_metadata_;
+    if (s.user_metadata_version != user_metadata_.version()) {
+      s.user_metadata = user_metadata_.entries();
+      s.user_metadata_version = user_metadata_.version();
+    }
   }
-  const session_status status{&runtime_metadata, &user_metadata, s.recorded, s.dropped(), final};
+  const session_status status{&runtime_metadata, &s.user_metadata, s.recorded, s.dropped(), final};
   for (auto& out : s.backends) out->flush(status);
   s.drain_completed();
 }

@@ -77,13 +77,7 @@ void runtime_state::set_thread_name(thread_buffer** slot, std::string_view name)
 
 void runtime_state::set_metadata(std::string_view key, metadata_value value) {
   std::lock_guard lock{metadata_mutex_};
-  for (auto& [existing, stored] : user_metadata_) {
-    if (existing == key) {
-      stored = std::move(value);
-      return;
-    }
-  }
-  user_metadata_.emplace_back(std::string{key}, std::move(value));
+  user_metadata_.set(key, std::move(value));
 }
 
 

@@ -46,6 +46,7 @@
 #include "data_object_map.hpp"
 #include "gpu_attribution.hpp"
 #include "ferret/runtime/runtime.hpp"
+#include "metadata_store.hpp"
 #include "output_claim.hpp"
 #include "settings.hpp"
 
@@ -221,6 +222,9 @@ struct session {
   // GPU attribution (see gpu_attribution.hpp).
   std::uint64_t cycle = 0;
   metadata_list final_metadata;  // for the exit report
+  // The user's metadata as the backends get it, copied when it changed.
+  metadata_list user_metadata;
+  std::uint64_t user_metadata_version = 0;
   context_tree contexts;
   launch_table launches;
   object_history objects;
@@ -369,7 +373,7 @@ class runtime_state {
   std::atomic<std::uint64_t> objects_refused_{0};
 
   std::mutex metadata_mutex_;
-  metadata_list user_metadata_;
+  metadata_store user_metadata_;
   metadata_list process_metadata_;  // rank and size once a process group joined
 
   std::mutex collectors_mutex_;
