@@ -284,3 +284,28 @@ TEST_CASE("the runtime reports its clock and buffer settings") {
   CHECK(buffer);
   CHECK(captured.events_dropped == 0);
 }
+
+// Objects registered and removed faster than drains come (here drains come
+// only when asked: FERRET_FLUSH_INTERVAL=0) must not queue without bound: the
+// runtime drains them from its queue limit on (8192 events), and every
+// lifetime event still reaches the backend.
+TEST_CASE("data objects churned between drains: the queue stays bounded, nothing is lost") {
+  ferret::flush();
+  memory_backend::clear();
+  constexpr std::size_t objects = 50'000;
+  constexpr std::size_t queue_limit = 8192;
+  char memory[3] = {};
+  std::size_t most_undelivered = 0;
+  for (std::size_t i = 1; i <= objects; ++i) {
+    { const ferret::data_object churned{"churned", &memory[i % 3], 1}; }
+    if (i % 5000 == 0) {
+      // At most the queue and a drain's batch being delivered.
+      const std::size_t delivered = memory_backend::snapshot().objects.size();
+      most_undelivered = std::max(most_undelivered, 2 * i - delivered);
+    }
+  }
+  ferret::flush();
+  CHECK(most_undelivered <= 2 * queue_limit);
+  CHECK(memory_backend::snapshot().objects.size() == 2 * objects);
+  memory_backend::clear();
+}

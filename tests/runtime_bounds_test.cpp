@@ -1,11 +1,13 @@
 // The runtime's bookkeeping grows with what is live and distinct, not with
-// the history: run metadata keys (set in constant work each, however many).
+// the history: run metadata keys (set in constant work each, however many),
+// and the released data objects the GPU attribution keeps.
 #include <doctest/doctest.h>
 
 #include <string>
 #include <variant>
 #include <vector>
 
+#include "gpu_attribution.hpp"
 #include "metadata_store.hpp"
 
 using namespace ferret::runtime::internal;
@@ -47,4 +49,30 @@ TEST_CASE("metadata: every set changes the version, so the drain copies only wha
   CHECK(empty != one);
   CHECK(store.version() != one);
   CHECK(store.entries().size() == 1);
+}
+
+TEST_CASE("object history: released objects are kept for a while, and at most kept_released") {
+  object_history history;
+  const auto info = [](std::uint64_t id) {
+    return ferret::runtime::data_object_info{id, "object", 0x1000 * id, 16,
+                                             ferret::runtime::memory_kind::host, -1};
+  };
+  for (std::uint64_t id = 1; id <= 3; ++id) history.registered(info(id));  // stay live
+  constexpr std::uint64_t churned = 4 * object_history::kept_released;
+  std::uint64_t cycle = 1;
+  std::size_t most = 0;
+  for (std::uint64_t id = 4; id < 4 + churned; ++id) {
+    history.registered(info(id));
+    history.released(id, cycle);
+    if (id % 1000 == 0) history.evict(++cycle);  // a drain now and then
+    most = std::max(most, history.size());
+  }
+  CHECK(most <= 3 + object_history::kept_released);
+  // The latest released are still named (a copy completed after its array was freed).
+  CHECK(history.find(3 + churned) != nullptr);
+  CHECK(history.find(4) == nullptr);
+  // kept_cycles drains later only the live ones are left.
+  history.evict(cycle + object_history::kept_cycles);
+  CHECK(history.size() == 3);
+  for (std::uint64_t id = 1; id <= 3; ++id) CHECK(history.find(id) != nullptr);
 }

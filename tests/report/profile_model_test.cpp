@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <numeric>
@@ -383,4 +384,49 @@ TEST_CASE("the report's data is bounded: the heaviest contexts with their caller
   REQUIRE(document["objects"].size() == 2);
   CHECK(document["objects"][0]["name"] == "object 5");
   CHECK(document["objects"][1]["name"] == "object 4");
+}
+
+TEST_CASE("data objects: memory follows the live ones, not how many were released; the report is the same") {
+  pf::profile_model model{ferret::testing::make_session(1)};
+  constexpr std::uint64_t live = 3;
+  constexpr std::uint64_t released = 3 * pf::released_objects_kept;
+  const auto moved_by = [](std::uint64_t id) { return (id * 7919) % 1000; };  // 0 for some
+  std::vector<rt::data_object_info> all;
+  for (std::uint64_t id = 1; id <= live + released; ++id)
+    all.push_back(rt::data_object_info{id, "object " + std::to_string(id), 0x1000 * id, 100 + id % 7,
+                                       rt::memory_kind::host, -1});
+  std::size_t most_kept = 0;
+  for (const rt::data_object_info& object : all) {
+    const auto at = static_cast<std::int64_t>(object.id);
+    model.add_data_object({at, rt::data_object_change::registered, 1, &object});
+    if (moved_by(object.id) != 0) {
+      const gpu_activity copy = copy_of(moved_by(object.id), &object, object.address, nullptr, 0,
+                                        rt::gpu_launch{object.id, 0, 0, nullptr});
+      model.add_activities(&copy, 1);
+    }
+    if (object.id > live) model.add_data_object({at, rt::data_object_change::unregistered, 1, &object});
+    most_kept = std::max(most_kept, model.objects().size());
+  }
+  model.finish(final_status(), static_cast<std::int64_t>(live + released));
+
+  CHECK(most_kept <= live + 2 * pf::released_objects_kept);
+  CHECK(model.objects().size() + model.objects_not_kept() == live + released);
+  for (std::uint64_t id = 1; id <= live; ++id) CHECK(model.objects().count(id) == 1);
+
+  // What a model keeping every object would show: the same objects, in the same order.
+  std::vector<pf::data_object_totals> every;
+  for (const rt::data_object_info& object : all) {
+    pf::data_object_totals totals;
+    totals.id = object.id;
+    totals.bytes = object.bytes;
+    totals.copied[pf::index_of(copy_kind::host_to_device)] = moved_by(object.id);
+    every.push_back(totals);
+  }
+  std::sort(every.begin(), every.end(), pf::shown_before);
+  const auto document = nlohmann::json::parse(ferret::report::report_data(model));
+  std::vector<std::uint64_t> shown, expected;
+  for (const auto& object : document["objects"]) shown.push_back(object["id"]);
+  for (std::size_t i = 0; i < pf::released_objects_kept; ++i) expected.push_back(every[i].id);
+  CHECK(shown == expected);
+  CHECK(document["limits"]["objects_total"] == live + released);
 }

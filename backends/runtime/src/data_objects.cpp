@@ -7,7 +7,8 @@
 namespace ferret::runtime::internal {
 
 std::uint64_t runtime_state::register_object(std::string_view name, const void* address,
-                                             std::size_t bytes, memory_kind memory, int device) {
+                                             std::size_t bytes, memory_kind memory, int device,
+                                             std::uint64_t correlation) {
   const data_object_info object{next_object_id_.fetch_add(1), visible_name(std::string{name}),
                                 reinterpret_cast<std::uintptr_t>(address), bytes, memory, device};
   data_object_map::insert_result result;
@@ -33,11 +34,9 @@ std::uint64_t runtime_state::register_object(std::string_view name, const void* 
                                 overlapped));
     return 0;
   }
-  if (session* s = current_.load(std::memory_order_acquire)) {
-    std::lock_guard lock{s->pending_mutex};
-    s->pending_objects.push_back(
-        {s->clock.read(), data_object_change::registered, current_tid(), object});
-  }
+  if (session* s = current_.load(std::memory_order_acquire))
+    s->queue_object_event({s->clock.read(), data_object_change::registered, current_tid(), object,
+                           correlation, correlation != 0 ? std::string{name} : std::string{}});
   return object.id;
 }
 
@@ -50,28 +49,51 @@ std::uint64_t runtime_state::register_allocation(std::string_view api, std::uint
                                                  const void* address, std::size_t bytes,
                                                  memory_kind memory, int device) {
   // Named after the call until the drain knows the call's calling context.
-  const std::uint64_t id = register_object(api, address, bytes, memory, device);
-  if (id == 0) return 0;
-  if (session* s = current_.load(std::memory_order_acquire)) {
-    std::lock_guard lock{s->pending_mutex};
-    for (auto it = s->pending_objects.rbegin(); it != s->pending_objects.rend(); ++it)
-      if (it->object.id == id && it->change == data_object_change::registered) {
-        it->correlation = correlation;
-        it->api = std::string{api};
-        break;
-      }
-  }
-  return id;
+  return register_object(api, address, bytes, memory, device, correlation);
 }
 
 // Queues the end of a removed object's lifetime for the backends.
 void runtime_state::announce_removal(std::optional<data_object_info> removed) {
   if (!removed) return;
-  if (session* s = current_.load(std::memory_order_acquire)) {
-    std::lock_guard lock{s->pending_mutex};
-    s->pending_objects.push_back(
+  if (session* s = current_.load(std::memory_order_acquire))
+    s->queue_object_event(
         {s->clock.read(), data_object_change::unregistered, current_tid(), std::move(*removed)});
+}
+
+// Lifetime events wait for the next drain; a program that registers and
+// removes objects faster than drains come must not grow the queue without
+// bound: from half the limit on the drainer is woken, and at the limit the
+// thread waits until a drain took the queue, as a writer waits for a free
+// chunk (the waits are counted, and said at exit).
+void session::queue_object_event(pending_object_event event) {
+  std::size_t queued = 0;
+  {
+    std::lock_guard lock{pending_mutex};
+    pending_objects.push_back(std::move(event));
+    queued = pending_objects.size();
   }
+  if (queued < pending_objects_limit / 2) return;
+  wake();
+  // The drainer itself (a backend or collector registering) must not wait for itself.
+  if (queued < pending_objects_limit || t_in_drain) return;
+  const auto start = std::chrono::steady_clock::now();
+  for (;;) {
+    {
+      std::lock_guard lock{pending_mutex};
+      if (pending_objects.size() < pending_objects_limit) break;
+    }
+    wake();
+    std::unique_lock lock{pool_mutex};
+    if (stopping.load()) break;  // the last drain takes the queue
+    // Bounded, in case the drainer is gone (exit, a signal) without a word.
+    pool_changed.wait_for(lock, std::chrono::milliseconds{10});
+  }
+  object_waits.fetch_add(1, std::memory_order_relaxed);
+  object_wait_ns.fetch_add(
+      static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                     std::chrono::steady_clock::now() - start)
+                                     .count()),
+      std::memory_order_relaxed);
 }
 
 void runtime_state::unregister_object(std::uint64_t id) {

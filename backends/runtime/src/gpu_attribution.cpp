@@ -48,11 +48,21 @@ void launch_table::evict(std::uint64_t cycle) {
 }
 
 void object_history::registered(const data_object_info& object) {
-  objects_.insert_or_assign(object.id, entry{object, std::nullopt});
+  objects_.insert_or_assign(object.id, entry{object, false});
 }
 
 void object_history::released(std::uint64_t id, std::uint64_t cycle) {
-  if (const auto it = objects_.find(id); it != objects_.end()) it->second.released_cycle = cycle;
+  const auto it = objects_.find(id);
+  if (it == objects_.end() || it->second.released) return;
+  it->second.released = true;
+  releases_.push_back({id, cycle});
+  if (releases_.size() > kept_released) forget_oldest_release();
+}
+
+void object_history::forget_oldest_release() {
+  const auto it = objects_.find(releases_.front().id);
+  if (it != objects_.end() && it->second.released) objects_.erase(it);
+  releases_.pop_front();
 }
 
 const data_object_info* object_history::find(std::uint64_t id) const {
@@ -61,12 +71,8 @@ const data_object_info* object_history::find(std::uint64_t id) const {
 }
 
 void object_history::evict(std::uint64_t cycle) {
-  for (auto it = objects_.begin(); it != objects_.end();) {
-    if (it->second.released_cycle && cycle >= *it->second.released_cycle + kept_cycles)
-      it = objects_.erase(it);
-    else
-      ++it;
-  }
+  while (!releases_.empty() && cycle >= releases_.front().cycle + kept_cycles)
+    forget_oldest_release();
 }
 
 std::string allocation_name(std::string_view api, const context_node* context) {

@@ -88,22 +88,33 @@ class launch_table {
 };
 
 // Data objects by id, as backends saw them announced; released ones are kept
-// for `kept_cycles` drains.
+// for `kept_cycles` drains, and at most the last `kept_released` of them, so
+// that memory follows the live objects, not how many came and went.
 class object_history {
  public:
   static constexpr std::uint64_t kept_cycles = 50;
+  // Twice the lifetime events queued for one drain (session::pending_objects_limit).
+  static constexpr std::size_t kept_released = 16384;
 
   void registered(const data_object_info& object);
   void released(std::uint64_t id, std::uint64_t cycle);
   const data_object_info* find(std::uint64_t id) const;
   void evict(std::uint64_t cycle);
+  std::size_t size() const noexcept { return objects_.size(); }
 
  private:
   struct entry {
     data_object_info info;
-    std::optional<std::uint64_t> released_cycle;
+    bool released = false;
   };
+  struct release {
+    std::uint64_t id;
+    std::uint64_t cycle;
+  };
+  void forget_oldest_release();
+
   std::unordered_map<std::uint64_t, entry> objects_;
+  std::deque<release> releases_;  // oldest first
 };
 
 // The name of an allocation the runtime tracks by itself: "<api>@<context

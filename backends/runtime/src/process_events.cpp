@@ -92,6 +92,10 @@ void runtime_state::report(session& s) {
     message("application threads waited {} times for a free buffer chunk, {} ns in all "
             "(FERRET_BUFFER_SIZE={} bytes)",
             waits, s.application_wait_ns.load(), s.config.buffer_bytes);
+  if (const std::uint64_t waits = s.object_waits.load(); s.config.verbose >= 1 && waits > 0)
+    message("application threads waited {} times for the drain to take data objects' lifetime "
+            "events (at most {} are queued), {} ns in all",
+            waits, session::pending_objects_limit, s.object_wait_ns.load());
   // Collectors' losses (e.g. records CUPTI dropped) and unattributed GPU work.
   for (const auto& [key, value] : s.final_metadata) {
     const auto* count = std::get_if<std::int64_t>(&value);

@@ -184,12 +184,19 @@ struct session {
   // Application threads that found no free chunk and waited for one.
   std::atomic<std::uint64_t> application_waits{0};
   std::atomic<std::uint64_t> application_wait_ns{0};
+  // Application threads that found the data objects' queue full and waited.
+  std::atomic<std::uint64_t> object_waits{0};
+  std::atomic<std::uint64_t> object_wait_ns{0};
 
   std::mutex threads_mutex;
   std::vector<thread_state*> threads;
 
   std::mutex pending_mutex;
   std::vector<pending_object_event> pending_objects;
+  // Data objects' lifetime events queued for the next drain: from this many
+  // on, the threads that add more wait for the drain (see queue_object_event).
+  static constexpr std::size_t pending_objects_limit = 8192;
+  void queue_object_event(pending_object_event event);
 
   std::mutex drain_mutex;
   bool closed = false;  // the final drain is done (guarded by drain_mutex)
@@ -291,8 +298,10 @@ class runtime_state {
   const site* register_name(std::string_view text, const char* domain);
   void set_thread_name(thread_buffer** slot, std::string_view name);
   void set_metadata(std::string_view key, metadata_value value);
+  // `correlation`: the allocating call of an allocation the runtime tracks
+  // itself (named after the call's context once the drain knows it).
   std::uint64_t register_object(std::string_view name, const void* address, std::size_t bytes,
-                                memory_kind memory, int device);
+                                memory_kind memory, int device, std::uint64_t correlation = 0);
   void announce_removal(std::optional<data_object_info> removed);
   void unregister_object(std::uint64_t id);
   void unregister_object_at(const void* address);

@@ -56,6 +56,12 @@ std::uint64_t data_object_totals::moved() const noexcept {
   return total;
 }
 
+bool shown_before(const data_object_totals& a, const data_object_totals& b) noexcept {
+  if (a.moved() != b.moved()) return a.moved() > b.moved();
+  if (a.bytes != b.bytes) return a.bytes > b.bytes;
+  return a.id < b.id;
+}
+
 std::vector<unrecorded_api_calls> find_unrecorded_api_calls(
     const runtime::metadata_list& metadata) {
   constexpr std::string_view marker = "-api-unrecorded:";
@@ -292,11 +298,16 @@ std::uint32_t profile_model::context_of(const runtime::gpu_launch& launch) {
 }
 
 data_object_totals* profile_model::object_of(std::uint64_t id,
-                                             const runtime::data_object_info* info) {
+                                             const runtime::data_object_info* info,
+                                             bool registering) {
   if (info != nullptr) id = info->id;
   if (id == 0) return nullptr;
-  data_object_totals& object = objects_[id];
+  const auto [found, created] = objects_.try_emplace(id);
+  data_object_totals& object = found->second;
   object.id = id;
+  // Not from a registration: an object released before (and not kept), or
+  // never registered; it competes with the released ones.
+  if (created && !registering) released_.push_back(id);
   if (!object.known && info != nullptr) {
     object.known = true;
     object.name = info->name;
@@ -314,12 +325,43 @@ data_object_totals* profile_model::object_of(std::uint64_t id,
 void profile_model::add_data_object(const runtime::data_object_event& event) {
   if (finished_ || event.object == nullptr) return;
   latest_ns_ = std::max(latest_ns_, event.time_ns);
-  data_object_totals* object = object_of(event.object->id, event.object);
+  const bool registered = event.change == runtime::data_object_change::registered;
+  data_object_totals* object = object_of(event.object->id, event.object, registered);
   if (object == nullptr) return;
-  if (event.change == runtime::data_object_change::registered)
+  if (registered) {
     object->registered_ns = event.time_ns;
-  else
-    object->unregistered_ns = event.time_ns;
+    return;
+  }
+  if (!object->unregistered_ns) released_.push_back(object->id);
+  object->unregistered_ns = event.time_ns;
+  if (released_.size() >= 2 * released_objects_kept) keep_released_objects();
+}
+
+// Amortised: once per released_objects_kept releases, in linear time.
+void profile_model::keep_released_objects() {
+  std::sort(released_.begin(), released_.end());
+  released_.erase(std::unique(released_.begin(), released_.end()), released_.end());
+  std::vector<data_object_totals*> released;
+  released.reserve(released_.size());
+  for (const std::uint64_t id : released_)
+    if (const auto it = objects_.find(id); it != objects_.end()) released.push_back(&it->second);
+  released_.clear();
+  if (released.size() > released_objects_kept) {
+    const auto first_dropped = released.begin() + static_cast<std::ptrdiff_t>(released_objects_kept);
+    std::nth_element(released.begin(), first_dropped, released.end(),
+                     [](const data_object_totals* a, const data_object_totals* b) {
+                       return shown_before(*a, *b);
+                     });
+    for (auto it = first_dropped; it != released.end(); ++it) {
+      const std::uint64_t id = (*it)->id;
+      for (const auto& [node, volume] : (*it)->contexts) context_objects_.erase({node, id});
+      ++objects_not_kept_;
+      if ((*it)->moved() != 0) ++moving_objects_not_kept_;
+      objects_.erase(id);
+    }
+    released.erase(first_dropped, released.end());
+  }
+  for (const data_object_totals* kept : released) released_.push_back(kept->id);
 }
 
 device_totals& profile_model::device(std::uint32_t id) {

@@ -187,6 +187,15 @@ struct data_object_totals {
   std::uint64_t moved() const noexcept;
 };
 
+/// The order in which objects are shown: most bytes moved first, then the
+/// largest, then the first registered.
+bool shown_before(const data_object_totals& a, const data_object_totals& b) noexcept;
+
+/// Released data objects the model keeps at least, the first by shown_before
+/// (the report lists at most this many objects); the others are only counted,
+/// so that memory follows the live objects, not how many came and went.
+inline constexpr std::size_t released_objects_kept = 5'000;
+
 struct memory_totals {
   std::uint64_t allocations = 0;
   std::uint64_t bytes_allocated = 0;
@@ -306,9 +315,13 @@ class profile_model {
   std::uint32_t size() const noexcept { return size_; }
   /// The ends of the traffic: the host, then every GPU seen, in order.
   std::vector<std::int32_t> ends() const;
+  /// Every live data object and the released ones kept (released_objects_kept).
   const std::unordered_map<std::uint64_t, data_object_totals>& objects() const noexcept {
     return objects_;
   }
+  /// Released objects left out of objects(), and how many of them moved bytes.
+  std::uint64_t objects_not_kept() const noexcept { return objects_not_kept_; }
+  std::uint64_t moving_objects_not_kept() const noexcept { return moving_objects_not_kept_; }
   const std::map<std::pair<std::uint32_t, memory_kind>, memory_totals>& memory() const noexcept {
     return memory_;
   }
@@ -340,7 +353,9 @@ class profile_model {
   void close_top(std::vector<open_region>& stack, std::int64_t end_ns);
   std::uint32_t context_of(const runtime::gpu_launch& launch);
   std::uint32_t node_of(const runtime::context_node* node);
-  data_object_totals* object_of(std::uint64_t id, const runtime::data_object_info* info);
+  data_object_totals* object_of(std::uint64_t id, const runtime::data_object_info* info,
+                                bool registering = false);
+  void keep_released_objects();
   device_totals& device(std::uint32_t id);
   void fit_time(std::int64_t ns);
   std::size_t bucket_of(std::int64_t ns) const noexcept;
@@ -378,6 +393,11 @@ class profile_model {
   std::optional<std::uint32_t> rank_;
   std::uint32_t size_ = 1;
   std::unordered_map<std::uint64_t, data_object_totals> objects_;
+  // Objects of objects_ that are released (or were never seen registered):
+  // past twice released_objects_kept, only the first by shown_before stay.
+  std::vector<std::uint64_t> released_;
+  std::uint64_t objects_not_kept_ = 0;
+  std::uint64_t moving_objects_not_kept_ = 0;
   std::map<std::pair<std::uint32_t, memory_kind>, memory_totals> memory_;
   struct live_allocation {
     memory_kind memory;

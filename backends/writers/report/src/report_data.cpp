@@ -236,11 +236,8 @@ std::vector<const profile::data_object_totals*> shown_objects(const profile_mode
                                                               std::size_t limit) {
   std::vector<const profile::data_object_totals*> all;
   for (const auto& [id, object] : model.objects()) all.push_back(&object);
-  std::sort(all.begin(), all.end(), [](const auto* a, const auto* b) {
-    if (a->moved() != b->moved()) return a->moved() > b->moved();
-    if (a->bytes != b->bytes) return a->bytes > b->bytes;
-    return a->id < b->id;
-  });
+  std::sort(all.begin(), all.end(),
+            [](const auto* a, const auto* b) { return profile::shown_before(*a, *b); });
   if (all.size() > limit) all.resize(limit);
   return all;
 }
@@ -477,7 +474,7 @@ std::string report_data(const profile_model& model, const limits& bounds) {
   out.field("contexts_shown", contexts.size());
   out.field("contexts_total", model.contexts().size());
   out.field("objects_shown", objects.size());
-  out.field("objects_total", model.objects().size());
+  out.field("objects_total", model.objects().size() + model.objects_not_kept());
   out.field("kernels_per_device", bounds.kernels_per_device);
   out.end_object();
   out.end_object();

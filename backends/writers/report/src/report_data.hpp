@@ -32,7 +32,9 @@ namespace ferret::report {
 
 struct limits {
   std::size_t contexts = 10'000;
-  std::size_t objects = 5'000;
+  // No more than the model keeps of the released objects, so that the ones it
+  // left out could not have been shown.
+  std::size_t objects = profile::released_objects_kept;
   std::size_t kernels_per_device = 1'000;
 };
 

@@ -245,7 +245,7 @@ void append_objects(std::string& out, const model& run) {
                    std::move(name)});
   }
   table.append_to(out);
-  append_not_shown(out, moved.size(), "data object");
+  append_not_shown(out, moved.size() + run.moving_objects_not_kept(), "data object");
 }
 
 void append_memory(std::string& out, const model& run) {
