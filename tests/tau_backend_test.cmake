@@ -31,6 +31,6 @@ add_test(NAME example_tau_profile
                  FERRET_OUTPUT=${CMAKE_CURRENT_BINARY_DIR}/heat-tau $<TARGET_FILE:heat> 128 3)
 set_tests_properties(example_tau_profile PROPERTIES FIXTURES_SETUP heat_tau LABELS "process")
 add_test(NAME example_tau_profile_check
-         COMMAND ferret-tau-check ${CMAKE_CURRENT_BINARY_DIR}/heat-tau)
-set_tests_properties(example_tau_profile_check PROPERTIES FIXTURES_REQUIRED heat_tau LABELS "process"
-  PASS_REGULAR_EXPRESSION "heat-tau: ok, 4 profiles, metric TIME")
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/support/expect_output.sh "heat-tau: ok, 4 profiles, metric TIME"
+                 $<TARGET_FILE:ferret-tau-check> ${CMAKE_CURRENT_BINARY_DIR}/heat-tau)
+set_tests_properties(example_tau_profile_check PROPERTIES FIXTURES_REQUIRED heat_tau LABELS "process")
