@@ -3,9 +3,9 @@
 # with find_package(ferret), runs it traced and checks the trace with the
 # installed checker (and profiled, with the installed TAU profile checker);
 # then embeds ferret in tests/package with add_subdirectory.
-# Usage: install_test.sh <build-dir> <source-dir> <work-dir> <generator>
+# Usage: install_test.sh <build-dir> <source-dir> <work-dir> <generator> <with-otf2: ON|OFF>
 set -euo pipefail
-build=$1 source=$2 work=$3 generator=$4
+build=$1 source=$2 work=$3 generator=$4 with_otf2=$5
 rm -rf "$work"
 mkdir -p "$work"
 cmake --install "$build" --prefix "$work/prefix" > "$work/install.log"
@@ -15,9 +15,11 @@ cmake --build "$work/example" > "$work/build.log"
 (cd "$work" && FERRET_BACKEND=chrome FERRET_OUTPUT=heat.json "$work/example/heat" 64 2)
 "$work/prefix/bin/ferret-trace-check" "$work/heat.json"
 # Built with OTF2: the installed backend writes an archive the installed checker reads.
-if [[ -x $work/prefix/bin/ferret-otf2-check ]]; then
+if [[ $with_otf2 == ON ]]; then
   (cd "$work" && FERRET_BACKEND=otf2 FERRET_OUTPUT=heat.otf2 "$work/example/heat" 64 2)
   "$work/prefix/bin/ferret-otf2-check" "$work/heat/traces.otf2" --threads 3 --region step
+else
+  echo "install_test: SKIPPED: the OTF2 backend and checker (ferret built without OTF2)"
 fi
 # Embedding with add_subdirectory works too.
 cmake -S "$source/tests/package" -B "$work/embedded" -G "$generator" \

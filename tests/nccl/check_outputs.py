@@ -124,6 +124,8 @@ if with_otf2:
     passed, definitions = checked_by(options.otf2_print, "-G", archive)
     for text in ('"ncclAllReduce ncclFloat32"', '"Send"', '"kernel launch"', '"nccl bytes"', '"nccl"'):
         check.expect(text in definitions, "the archive defines %s" % text)
+else:
+    check.skipped("the OTF2 checks", "ferret built without OTF2")
 
 # --- tau --------------------------------------------------------------------------
 tau = os.path.join(options.work, "tau")

@@ -93,6 +93,8 @@ if with_otf2:
     passed, definitions = checked_by(options.otf2_print, "-G", archive)
     for text in ('"outer"', '"inner"', '"assemble"', '"outer/ferret inside/inner"'):
         check.expect(text in definitions, "the archive defines %s" % text)
+else:
+    check.skipped("the OTF2 checks", "ferret built without OTF2")
 
 # --- tau: the checker, then call paths through the NVTX ranges -------------
 tau = os.path.join(options.work, "tau")

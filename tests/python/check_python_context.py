@@ -134,6 +134,8 @@ if options.otf2_check:
     check.expect(passed, "ferret-otf2-check: " + report)
     passed, definitions = checked_by(options.otf2_print, "-G", archive)
     check.expect(passed and step_path in definitions, "the archive names the context %r" % step_path)
+else:
+    check.skipped("the OTF2 checks", "ferret built without OTF2")
 
 tau_output, _ = traced(options.python, "tau", "tau")
 passed, report = checked_by(options.tau_check, tau_output)
@@ -169,8 +171,9 @@ for python in others:
     if other_minor is None or other_minor < 9 or other_minor in tested:
         continue
     tested.add(other_minor)
-    output, _ = traced(python, "python3.%d" % other_minor, "chrome")
-    if os.path.exists(output + ".json"):
+    # No '.' in the name: the backend would take ".<minor>" for an extension.
+    output, _ = traced(python, "python3_%d" % other_minor, "chrome")
+    if check.expect(os.path.exists(output + ".json"), "python3.%d wrote %s.json" % (other_minor, output)):
         check_paths(ChromeTrace(output + ".json"), other_minor, "python3.%d" % other_minor)
 print("python_context: CPython releases tested: %s" % ", ".join("3.%d" % m for m in sorted(tested)))
 check.report()

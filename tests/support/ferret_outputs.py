@@ -10,12 +10,15 @@ import sys
 
 
 class Failures:
-    """Collects failed expectations; report() prints them and exits non-zero."""
+    """Collects failed expectations; report() prints them and exits non-zero.
+    A part of the test that cannot run here is named with skipped(), and
+    report() says so, so that a skip is never silent."""
 
     def __init__(self, test):
         self.test = test
         self.messages = []
         self.checked = 0
+        self.skips = []
 
     def expect(self, condition, message):
         self.checked += 1
@@ -23,11 +26,16 @@ class Failures:
             self.messages.append(message)
         return condition
 
+    def skipped(self, part, reason):
+        self.skips.append("%s (%s)" % (part, reason))
+        print("%s: SKIPPED: %s: %s" % (self.test, part, reason))
+
     def report(self):
         for message in self.messages:
             print("%s: FAILED: %s" % (self.test, message))
-        print("%s: %d passed, %d failed" % (self.test, self.checked - len(self.messages),
-                                            len(self.messages)))
+        print("%s: %d passed, %d failed%s" % (self.test, self.checked - len(self.messages),
+                                              len(self.messages),
+                                              "; skipped: " + "; ".join(self.skips) if self.skips else ""))
         sys.exit(1 if self.messages else 0)
 
 
