@@ -6,8 +6,10 @@
 #include <ferret/runtime/runtime.hpp>
 
 #include <doctest/doctest.h>
+#include <unistd.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
@@ -70,6 +72,41 @@ class one_process final : public rt::process_group {
   bool scatterv(const void*, const std::size_t*, void*, std::size_t, std::uint32_t) override {
     return true;
   }
+};
+
+// What this process writes on stderr (fd 2, where the runtime's messages go)
+// while it lives.
+class stderr_capture {
+ public:
+  stderr_capture() : file_(std::tmpfile()), saved_(::dup(STDERR_FILENO)) {
+    REQUIRE(file_ != nullptr);
+    REQUIRE(saved_ >= 0);
+    std::fflush(stderr);
+    ::dup2(fileno(file_), STDERR_FILENO);
+  }
+  ~stderr_capture() {
+    std::fflush(stderr);
+    ::dup2(saved_, STDERR_FILENO);
+    ::close(saved_);
+    std::fclose(file_);
+  }
+  stderr_capture(const stderr_capture&) = delete;
+  stderr_capture& operator=(const stderr_capture&) = delete;
+  std::string text() const {
+    std::fflush(stderr);
+    std::string written;
+    char chunk[512];
+    for (off_t at = 0;;) {
+      const ssize_t got = ::pread(fileno(file_), chunk, sizeof chunk, at);
+      if (got <= 0) return written;
+      written.append(chunk, static_cast<std::size_t>(got));
+      at += got;
+    }
+  }
+
+ private:
+  std::FILE* file_;
+  int saved_;
 };
 
 struct fixture {
@@ -167,14 +204,28 @@ TEST_CASE("without a group the backend opens at the final flush, per process") {
   CHECK(f.journal.back() == "flush dropped=0 final");
 }
 
-TEST_CASE("a backend that fails to open drops what was held") {
+TEST_CASE("a backend that fails to open says so once, drops what was held and is not retried") {
+  int attempts = 0;
+  std::vector<std::string> journal;
   std::unique_ptr<rt::backend> out = rt::make_deferred_backend(
-      [](rt::process_group*, std::string& error) -> std::unique_ptr<rt::backend> {
-        error = "deferred test backend: refused on purpose";
-        return nullptr;
+      [&](rt::process_group*, std::string& error) -> std::unique_ptr<rt::backend> {
+        if (++attempts == 1) {
+          error = "deferred test backend: refused on purpose";
+          return nullptr;
+        }
+        return std::make_unique<journal_backend>(journal);  // a second try would succeed
       },
       "waiting", 10);
   deliver_before_group(*out);
-  out->flush({nullptr, nullptr, 5, 0, true});  // prints the refusal, writes nothing
+  const stderr_capture printed;
+  out->flush({nullptr, nullptr, 5, 0, false});  // no group yet: not opened
+  out->flush({nullptr, nullptr, 5, 0, true});   // opens, is refused
+  one_process group;
+  out->join_process_group(group);
+  deliver_before_group(*out);
+  out->flush({nullptr, nullptr, 6, 0, true});
+  CHECK(printed.text() == "ferret: deferred test backend: refused on purpose\n");
+  CHECK(attempts == 1);
+  CHECK(journal.empty());  // neither what was held nor what came later reaches a backend
   CHECK(out->describe() == "waiting");
 }

@@ -1,6 +1,6 @@
 // Many threads recording at once while another thread flushes, threads that
-// come and go, and a buffer small enough to force drains from the writing
-// threads. Runs under ThreadSanitizer in CI. Every written event must arrive,
+// come and go, and a buffer small enough that writers wait for the chunks the
+// drain thread hands back. Runs under ThreadSanitizer in CI. Every written event must arrive,
 // in order and properly nested per thread, or be counted as dropped.
 #include <doctest/doctest.h>
 
