@@ -23,17 +23,12 @@ for run in $(seq 1 "$runs"); do
   sleep "$(printf '0.%03d' $(( RANDOM % 140 + 60 )))"
   kill -KILL "$pid"
   wait "$pid" 2>/dev/null
-  # The guard writes the closing after the process is gone; wait (up to 5 s)
-  # until no process has the file open.
-  for _ in $(seq 1 100); do
-    fuser -s "$trace" 2>/dev/null || break
+  # The guard writes the closing after the process is gone: wait until no
+  # process has the file open. (No deadline of our own: a guard that never
+  # finishes is a hang, which the test's TIMEOUT reports.)
+  while fuser -s "$trace" 2>/dev/null; do
     sleep 0.05
   done
-  if fuser -s "$trace" 2>/dev/null; then
-    echo "run $run: FAILED: the trace is still open 5 s after the kill"
-    failures=$((failures + 1))
-    continue
-  fi
   size=$(stat -c %s "$trace" 2>/dev/null || echo 0)
   if report=$("$trace_check" --quiet "$trace" 2>&1) &&
      tail -c 100000 "$trace" | grep -q '"metadata":{"ferret-version"'; then
