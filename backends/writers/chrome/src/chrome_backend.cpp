@@ -308,7 +308,7 @@ class chrome_backend final : public runtime::backend {
     write_out();
     if (failed_) return error_number_;
     // Kill-safe from here: the guard closes the file if this process dies
-    // during a later write. Without one (valgrind, seccomp) the file is still
+    // during a later write. Without one (valgrind, TSan, seccomp) the file is still
     // complete after each write. (No message: this runs inside the runtime's
     // session start, where it cannot be asked for the verbosity.)
     format_trailer();

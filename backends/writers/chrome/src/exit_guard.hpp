@@ -22,9 +22,10 @@
 // harmless however far the writer got. After the final flush the guard is told
 // the trace is finished and exits without touching the file.
 //
-// Where clone(CLONE_VM) is refused (some seccomp profiles), and under
-// valgrind (which stops the program at such a clone), the trace runs without a
-// guard: complete after each write, not during one.
+// Where clone(CLONE_VM) is refused (some seccomp profiles), under valgrind
+// (which stops the program at such a clone) and in a ThreadSanitizer build
+// (which reports races all over a program sharing memory with the guard), the
+// trace runs without a guard: complete after each write, not during one.
 #pragma once
 
 #include <cstddef>
