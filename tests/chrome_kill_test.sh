@@ -17,10 +17,16 @@ for run in $(seq 1 "$runs"); do
   FERRET_BACKEND=chrome FERRET_OUTPUT="$trace" FERRET_BUFFER_SIZE=256K FERRET_VERBOSE=0 \
     "$program" 30 &
   pid=$!
-  # Between 60 and 200 ms: inside the run, at no particular point of a write
-  # (writes of 256 KiB follow one another every few milliseconds; without the
-  # exit guard about one kill in ten leaves the file cut inside an event).
-  sleep "$(printf '0.%03d' $(( RANDOM % 140 + 60 )))"
+  # Inside the guarded run: once the guard (the program's only child process)
+  # is up, or the program is gone. A fixed delay from the start instead could
+  # kill a slow start (under load, under ASan) before the trace was guarded.
+  until [[ -n $(cat /proc/"$pid"/task/*/children 2>/dev/null) ]] || ! kill -0 "$pid" 2>/dev/null; do
+    sleep 0.01
+  done
+  # Then within 140 ms, at no particular point of a write (writes of 256 KiB
+  # follow one another every few milliseconds; without the exit guard about
+  # one kill in ten leaves the file cut inside an event).
+  sleep "$(printf '0.%03d' $((RANDOM % 140)))"
   kill -KILL "$pid"
   wait "$pid" 2>/dev/null
   # The guard writes the closing after the process is gone: wait until no
