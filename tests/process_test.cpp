@@ -47,7 +47,8 @@ struct run_result {
 };
 
 // Runs the app in a fresh directory with FERRET_* taken only from `environment`.
-run_result run(const std::string& mode, const std::map<std::string, std::string>& environment) {
+run_result run(const std::string& mode, const std::map<std::string, std::string>& environment,
+               std::chrono::milliseconds time_limit = std::chrono::milliseconds{0}) {
   static int counter = 0;
   run_result result;
   result.directory = fs::temp_directory_path() /
@@ -55,7 +56,8 @@ run_result run(const std::string& mode, const std::map<std::string, std::string>
   fs::remove_all(result.directory);
   fs::create_directories(result.directory);
   const ferret::testing::program_result ran = ferret::testing::run_program(
-      result.directory, {FERRET_TEST_APP, mode}, {environment.begin(), environment.end()});
+      result.directory, {FERRET_TEST_APP, mode}, {environment.begin(), environment.end()}, time_limit);
+  if (ran.timed_out) FAIL_CHECK("killed after " << time_limit.count() << " ms: it hung");
   result.exit_code = ran.exit_code;
   result.out = ran.out;
   result.err = ran.err;
@@ -129,12 +131,10 @@ TEST_CASE("FERRET_OUTPUT: file, pattern and directory") {
 
 TEST_CASE("configuration errors: one clear line, the program runs on untraced") {
   const std::vector<std::pair<std::map<std::string, std::string>, std::string>> cases{
-      {{{"FERRET_BACKEND", "chorme"}}, "unknown backend 'chorme' in FERRET_BACKEND (available: "},
-      // No stub of the known backend's output either.
-      {{{"FERRET_BACKEND", "chrome,chorme"}}, "unknown backend 'chorme' in FERRET_BACKEND"},
+      {{{"FERRET_BACKEND", "chorme"}}, "unknown backend 'chorme' in FERRET_BACKEND (did you mean chrome? backends: "},
+      {{{"FERRET_BACKEND", "nvtx"}}, "'nvtx' in FERRET_BACKEND is a collector, not a backend"},
       {{{"FERRET_BACKEND", "chrome"}, {"FERRET_OUTPUT", "/dev/null"}},
        "FERRET_OUTPUT='/dev/null' is neither a file nor a directory"},
-      {{{"FERRET_BACKEND", "chrome,"}}, "FERRET_BACKEND='chrome,' is not valid"},
       {{{"FERRET_BACKEND", "chrome"}, {"FERRET_BUFFER_SIZE", "huge"}},
        "FERRET_BUFFER_SIZE='huge' is not valid"},
       {{{"FERRET_BACKEND", "chrome"}, {"FERRET_FLUSH_INTERVAL", "soon"}},
@@ -160,9 +160,110 @@ TEST_CASE("configuration errors: one clear line, the program runs on untraced") 
     CHECK(lines[0].find("running untraced") != std::string::npos);
     CHECK(result.files().empty());
   }
-  // The unknown-backend message lists what is available.
+  // The unknown-backend message lists the backends, and only them.
   const auto result = run("regions", {{"FERRET_BACKEND", "chorme"}});
-  CHECK(result.err.find("chrome") != std::string::npos);
+  CHECK(result.err.find("backends: chrome, ") != std::string::npos);
+  for (const char* collector : {"cupti", "nvtx", "nccl", "python", "ompt", "level_zero", "mpi"})
+    CHECK(result.err.find(collector) == std::string::npos);
+}
+
+TEST_CASE("FERRET_BACKEND: each name that is no backend gets its line, the backends named run") {
+  struct one_case {
+    std::string backends;
+    std::vector<std::string> lines;  // each line's start after "ferret: ", in order
+    std::vector<std::string> outputs;  // some of the files written (none: no file at all)
+  };
+  const std::vector<one_case> cases{
+      {"chrome,sumary", {"unknown backend 'sumary' in FERRET_BACKEND (did you mean summary? backends: "}, {"run.json"}},
+      {"Chrome", {}, {"run.json"}},
+      {"CHROME,Tau", {}, {"run.json", "run/profile.0.0.0"}},
+      {" chrome , ,tau,", {}, {"run.json", "run/profile.0.0.0"}},
+      {"chrome,,chrome", {}, {"run.json"}},
+      {"chrome,json", {"unknown backend 'json' in FERRET_BACKEND (backends: "}, {"run.json"}},
+      {"chrome,cupti",
+       {"'cupti' in FERRET_BACKEND is a collector, not a backend: CUDA kernels, copies, memsets, "
+        "allocations and API calls, through CUPTI; enabled by linking ferret::cuda"},
+       {"run.json"}},
+      {"chrome,cuda,nvtx",
+       {"'cuda' in FERRET_BACKEND is a collector, not a backend: ",
+        "'nvtx' in FERRET_BACKEND is a collector, not a backend: "},
+       {"run.json"}},
+      {"tua,chrome,ompt",
+       {"unknown backend 'tua' in FERRET_BACKEND (did you mean tau? ",
+        "'ompt' in FERRET_BACKEND is a collector, not a backend: OpenMP"},
+       {"run.json"}},
+      {"chrome;tau", {"unknown backend 'chrome;tau' in FERRET_BACKEND (backends: "}, {}},
+  };
+  for (const one_case& c : cases) {
+    CAPTURE(c.backends);
+    const auto result = run("regions", {{"FERRET_BACKEND", c.backends},
+                                        {"FERRET_OUTPUT", "run"},
+                                        {"FERRET_VERBOSE", "0"}});
+    CHECK(result.exit_code == 0);
+    CHECK(result.out.find("finished") != std::string::npos);
+    const auto lines = result.error_lines();
+    REQUIRE(lines.size() == c.lines.size());
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+      CHECK(lines[i].rfind("ferret: " + c.lines[i], 0) == 0);
+      // Untraced only when no backend is left.
+      CHECK((lines[i].find("running untraced") != std::string::npos) ==
+            (c.outputs.empty() && i + 1 == lines.size()));
+    }
+    for (const std::string& output : c.outputs) CHECK(fs::exists(result.directory / output));
+    if (c.outputs.empty()) CHECK(result.files().empty());
+    if (!c.outputs.empty()) CHECK(count(checked(result.directory / "run.json"), "work") == 200);
+  }
+}
+
+// Every name ferret-info lists, alone and with chrome: the program finishes
+// (libferret_cupti.so loaded by name used to wait for ever on the lock the
+// runtime held while loading it), with its exit status and its outputs.
+TEST_CASE("every name ferret-info lists, alone and with chrome, under a time limit") {
+  const fs::path listing = fs::temp_directory_path() / ("ferret-info-names-" + std::to_string(getpid()));
+  fs::create_directories(listing);
+  const auto info = ferret::testing::run_program(listing, {FERRET_INFO, "--names"}, {});
+  REQUIRE(info.exit_code == 0);
+  fs::remove_all(listing);
+  std::vector<std::pair<std::string, std::string>> names;  // kind, name
+  std::istringstream in{info.out};
+  for (std::string kind, name; in >> kind >> name;) names.emplace_back(kind, name);
+  REQUIRE(names.size() >= 12);
+  for (const auto& named : names) {
+    const bool backend = named.first == "backend";
+    for (const std::string& backends : {named.second, "chrome," + named.second}) {
+      CAPTURE(backends);
+      const auto result = run("regions", {{"FERRET_BACKEND", backends}, {"FERRET_OUTPUT", "run"}},
+                              std::chrono::seconds{20});
+      CHECK(result.exit_code == 0);
+      CHECK(result.out.find("finished") != std::string::npos);
+      const bool with_chrome = backends != named.second;
+      if (with_chrome) CHECK(count(checked(result.directory / "run.json"), "work") == 200);
+      if (backend) {
+        // Its line at exit ("ferret: tau profile: run (1 thread ...)"), and nothing lost.
+        CHECK(result.err.find("ferret: " + named.second) != std::string::npos);
+        CHECK(result.err.find("not written") == std::string::npos);
+      } else {
+        CHECK(result.err.find("'" + named.second + "' in FERRET_BACKEND is a collector") != std::string::npos);
+        if (!with_chrome) CHECK(result.files().empty());
+      }
+    }
+  }
+}
+
+// A backend's library that calls into the runtime while it loads (as the CUDA
+// collector's initialiser does) is loaded with no lock of the runtime held.
+TEST_CASE("a backend's library that calls back while it loads") {
+  const auto result = run("regions", {{"FERRET_BACKEND", "callback_probe,chrome"},
+                                      {"FERRET_OUTPUT", "run"},
+                                      {"FERRET_VERBOSE", "0"}},
+                          std::chrono::seconds{20});
+  CHECK(result.exit_code == 0);
+  CHECK(result.err.empty());
+  CHECK(count(checked(result.directory / "run.json"), "work") == 200);
+  const std::string probe = ferret::testing::read_file(result.directory / "run.probe");
+  CHECK(probe.rfind("records ", 0) == 0);
+  CHECK(probe.find("records 0,") == std::string::npos);
+  CHECK(probe.find("session active at load 1, verbosity at load 0\n") != std::string::npos);
 }
 
 TEST_CASE("outputs: missing directories are made; one that cannot be written turns off only its backend") {

@@ -46,3 +46,24 @@ if(at EQUAL -1)
   message(FATAL_ERROR "README.md's table of environment variables is not `ferret-info --markdown` "
                       "as printed (a row's text differs, or the order); paste it from there:\n${table}")
 endif()
+
+# The same for the table of backends and collectors (`ferret-info
+# --markdown-components`, from the runtime's components table): whole, and
+# no row of a component besides.
+execute_process(COMMAND ${INFO} --markdown-components OUTPUT_VARIABLE components RESULT_VARIABLE failed)
+if(failed)
+  message(FATAL_ERROR "ferret-info --markdown-components failed")
+endif()
+string(FIND "${readme}" "${components}" at)
+if(at EQUAL -1)
+  message(FATAL_ERROR "README.md's table of backends and collectors is not `ferret-info "
+                      "--markdown-components` as printed; paste it from there:\n${components}")
+endif()
+string(REGEX MATCHALL "\n\\| `[a-z0-9_]+` \\| (backend|collector) \\|" generated_rows "\n${components}")
+string(REGEX MATCHALL "\n\\| `[a-z0-9_]+` \\| (backend|collector) \\|" readme_rows "${readme}")
+list(LENGTH generated_rows generated_count)
+list(LENGTH readme_rows readme_count)
+if(generated_count EQUAL 0 OR NOT readme_count EQUAL generated_count)
+  message(FATAL_ERROR "README.md has ${readme_count} rows of backends and collectors, "
+                      "`ferret-info --markdown-components` ${generated_count}")
+endif()

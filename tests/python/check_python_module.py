@@ -5,6 +5,7 @@ metadata entry. Then the module without a runtime library: one line, no effect."
 import argparse
 import os
 import shutil
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
@@ -61,6 +62,26 @@ check.expect("python worker" in thread_names, "the thread's name, got %s" % thre
 run_metadata = trace.metadata.get("run", {})
 check.expect(run_metadata.get("dataset") == "mnist" and run_metadata.get("batch") == 64,
              "the run metadata, got %s" % run_metadata)
+
+# A collector named in FERRET_BACKEND (the CUDA collector's library was loaded
+# by name while the runtime held its lock, and its initialiser waited for that
+# lock for ever): one line, the program runs on, the backend named with it writes.
+for backends in ("cupti", "chrome,cupti"):
+    output = os.path.join(options.work, "collector.json")
+    try:
+        status, out, err = run([options.python, "-c", "import ferret\nwith ferret.region('r'): pass\nprint('done')"],
+                               dict(extra, PYTHONPATH=options.module_path, FERRET_BACKEND=backends,
+                                    FERRET_OUTPUT=output, FERRET_VERBOSE="0"), timeout=20)
+    except subprocess.TimeoutExpired:
+        check.expect(False, "FERRET_BACKEND=%s: import ferret hung" % backends)
+        continue
+    check.expect(status == 0 and out.strip() == "done", "FERRET_BACKEND=%s: %d %s%s" % (backends, status, out, err))
+    check.expect(err.count("\n") == 1 and err.startswith("ferret: 'cupti' in FERRET_BACKEND is a collector, not a backend"),
+                 "FERRET_BACKEND=%s: one line says cupti is a collector, got %r" % (backends, err))
+    check.expect(os.path.exists(output) == backends.startswith("chrome"),
+                 "FERRET_BACKEND=%s: the chrome trace exactly when chrome is named" % backends)
+    if os.path.exists(output):
+        os.remove(output)
 
 # Without a runtime library (a copy of the module with none beside it): the
 # program runs on, and one line says why.

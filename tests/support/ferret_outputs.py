@@ -39,14 +39,15 @@ class Failures:
         sys.exit(1 if self.messages else 0)
 
 
-def run(command, environment, cwd=None):
+def run(command, environment, cwd=None, timeout=120):
     """Runs a program with `environment` added to a clean FERRET_* environment;
-    returns (exit status, stdout, stderr)."""
+    returns (exit status, stdout, stderr). Raises subprocess.TimeoutExpired
+    after `timeout` seconds."""
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("FERRET_") and k not in ("NVTX_INJECTION64_PATH", "CUDA_INJECTION64_PATH")}
     env.update(environment)
     done = subprocess.run(command, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          universal_newlines=True, timeout=120)
+                          universal_newlines=True, timeout=timeout)
     return done.returncode, done.stdout, done.stderr
 
 

@@ -101,13 +101,7 @@ const detail::runtime_api api_table{
 }  // namespace
 
 const detail::runtime_api* runtime_state::attach(std::atomic<std::uint8_t>* flag) {
-  {
-    std::lock_guard lock{init_mutex_};
-    if (!initialized_) {
-      initialized_ = true;
-      initialize();
-    }
-  }
+  ensure_initialized();
   // Untraced (no backend, or none could start), the object gets no table: its
   // data objects, metadata and thread names then cost what they cost without
   // a runtime (no call, no allocation, no lock), as its annotations do. Only
@@ -152,7 +146,7 @@ void print_message(std::string_view line) noexcept { internal::message("{}", lin
 
 int verbosity() noexcept {
   try {
-    internal::rt().session_active();
+    internal::rt().ensure_initialized();
     return internal::rt().configuration().verbose;
   } catch (...) {
     return 1;

@@ -3,7 +3,6 @@
 
 #include <array>
 #include <atomic>
-#include <mutex>
 #include <string>
 
 #include "ferret/runtime/context_source.hpp"
@@ -33,20 +32,23 @@ void register_launch_context_source(launch_context_writer writer) noexcept {
   print_message("more calling-context sources than the runtime has room for; one is left out");
 }
 
+// No lock is held while loading: a source's initialiser may call back into
+// the runtime. Two threads that load at once both call dlopen, which loads
+// the library once and returns to the second only after its initialisers ran.
 void load_launch_context_sources() noexcept {
-  static std::once_flag once;
+  static std::atomic<bool> loaded{false};
+  if (loaded.load(std::memory_order_acquire)) return;
   try {
-    std::call_once(once, [] {
-      const std::string directory = internal::runtime_directory();
-      for (const char* name : source_libraries) {
-        const std::string path = directory + "/libferret_" + name + ".so";
-        // A missing library only means that source's context is absent.
-        if (dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL) == nullptr && verbosity() >= 2)
-          print_message(std::string{"no calling-context source "} + name + ": " + dlerror());
-      }
-    });
-  } catch (...) {  // std::system_error from call_once: run without the sources
+    const std::string directory = internal::runtime_directory();
+    for (const char* name : source_libraries) {
+      const std::string path = directory + "/libferret_" + name + ".so";
+      // A missing library only means that source's context is absent.
+      if (dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL) == nullptr && verbosity() >= 2)
+        print_message(std::string{"no calling-context source "} + name + ": " + dlerror());
+    }
+  } catch (...) {  // std::bad_alloc: run without the sources
   }
+  loaded.store(true, std::memory_order_release);
 }
 
 void record_launch_context() noexcept {

@@ -44,7 +44,10 @@ thread_state* runtime_state::bind(thread_buffer** slot) {
     // rather than finding neither a session nor a claim.
     std::lock_guard lock{init_mutex_};
     if (restart_on_first_event_.load() && current_.load() == nullptr) {
-      const bool started = start_session();
+      const bool started = [this] {
+        const starting_scope starting;
+        return start_session();
+      }();
       restart_on_first_event_.store(false);
       if (!started) publish_mode();  // recording off again
     }

@@ -1,11 +1,15 @@
 #include "registry.hpp"
 
-#include <dirent.h>
 #include <dlfcn.h>
 #include <sys/stat.h>
 
+#include <fmt/ranges.h>
+
 #include <algorithm>
+#include <cctype>
 #include <mutex>
+
+#include "ferret/runtime/components.hpp"
 
 namespace ferret::runtime {
 namespace internal {
@@ -24,15 +28,59 @@ std::vector<backend_entry>& entries() {
   return *list;
 }
 
+bool same_letters(std::string_view a, std::string_view b) {
+  const auto same = [](unsigned char x, unsigned char y) { return std::tolower(x) == std::tolower(y); };
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), same);
+}
+
+// FERRET_BACKEND's names are taken in any case (Chrome is chrome).
 backend_factory lookup(const std::string& name) {
   std::lock_guard lock{registry_mutex()};
   for (const backend_entry& entry : entries())
-    if (entry.name == name) return entry.factory;
+    if (same_letters(entry.name, name)) return entry.factory;
   return nullptr;
 }
 
-constexpr std::string_view library_prefix = "libferret_";
-constexpr std::string_view library_suffix = ".so";
+std::string library_path(std::string_view library) {
+  return runtime_directory() + "/libferret_" + std::string{library} + ".so";
+}
+
+bool exists(const std::string& path) {
+  struct stat status{};
+  return stat(path.c_str(), &status) == 0;
+}
+
+// Names become file names (libferret_<name>.so): only plain ones are looked for.
+bool plain_name(std::string_view name) {
+  return !name.empty() && std::all_of(name.begin(), name.end(), [](unsigned char c) {
+    return std::islower(c) || std::isdigit(c) || c == '_';
+  });
+}
+
+const component* collector_named(std::string_view name) {
+  for (const component& c : components())
+    if (c.kind == component_kind::collector && (name == c.name || name == c.library)) return &c;
+  return nullptr;
+}
+
+// Edits (insertions, deletions, substitutions, swaps of neighbours) that turn a into b.
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
+  for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i)
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1,
+                          d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  return d[a.size()][b.size()];
+}
+
+std::string listed(const std::vector<std::string>& names) {
+  return names.empty() ? std::string{"none installed"} : fmt::format("{}", fmt::join(names, ", "));
+}
 
 }  // namespace
 
@@ -45,26 +93,54 @@ std::string runtime_directory() {
   return slash == std::string::npos ? "." : path.substr(0, slash);
 }
 
-backend_factory find_backend(const std::string& name) {
-  if (backend_factory factory = lookup(name)) return factory;
-  // Not linked into the program: the library registers itself when loaded.
-  const std::string path =
-      runtime_directory() + "/" + std::string{library_prefix} + name + std::string{library_suffix};
-  struct stat status{};
-  if (stat(path.c_str(), &status) != 0) return nullptr;
-  if (dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL) == nullptr) return nullptr;
-  return lookup(name);
+std::string nearest_name(std::string_view name, const std::vector<std::string>& candidates) {
+  std::string nearest;
+  std::size_t best = 3;  // at most two edits, and fewer than the name has letters
+  for (const std::string& candidate : candidates) {
+    if (name.size() > candidate.size() + 2 || candidate.size() > name.size() + 2) continue;
+    const std::size_t distance = edit_distance(name, candidate);
+    if (distance < best && distance < name.size()) {
+      best = distance;
+      nearest = candidate;
+    }
+  }
+  return nearest;
 }
 
-// Libraries beside the runtime that are not backends: the runtime itself, the
-// collectors (CUDA, OpenMP) and the MPI layer.
-namespace {
-bool is_not_a_backend(std::string_view library) noexcept {
-  for (const std::string_view other : {"runtime", "cupti", "ompt", "mpi"})
-    if (library == other) return true;
-  return false;
+backend_selection select_backends(const std::vector<std::string>& names) {
+  backend_selection selection;
+  std::vector<std::string> available;  // listed in the messages, found once
+  for (const std::string& name : names) {
+    backend_factory factory = plain_name(name) ? lookup(name) : nullptr;
+    // Not linked into the program: the library registers itself when loaded.
+    // Collectors are never loaded here: they start with their own library
+    // (linked, or injected by ferret-run), not from FERRET_BACKEND.
+    const component* collector = plain_name(name) ? collector_named(name) : nullptr;
+    if (factory == nullptr && collector == nullptr && plain_name(name)) {
+      const std::string path = library_path(name);
+      if (exists(path) && dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL) != nullptr)
+        factory = lookup(name);
+    }
+    if (factory != nullptr) {
+      selection.factories.emplace_back(name, factory);
+      continue;
+    }
+    if (available.empty()) available = available_backends();
+    if (collector != nullptr) {
+      selection.problems.push_back(fmt::format(
+          "'{}' in FERRET_BACKEND is a collector, not a backend: {}; enabled by {} (backends: {})",
+          name, collector->what, collector->enabled_by, listed(available)));
+      continue;
+    }
+    std::vector<std::string> known = available;
+    for (const component& c : components()) known.emplace_back(c.name);
+    const std::string nearest = nearest_name(name, known);
+    const std::string suggestion = nearest.empty() ? "" : fmt::format("did you mean {}? ", nearest);
+    selection.problems.push_back(fmt::format("unknown backend '{}' in FERRET_BACKEND ({}backends: {})",
+                                             name, suggestion, listed(available)));
+  }
+  return selection;
 }
-}  // namespace
 
 std::vector<std::string> available_backends() {
   std::vector<std::string> names;
@@ -72,25 +148,23 @@ std::vector<std::string> available_backends() {
     std::lock_guard lock{registry_mutex()};
     for (const backend_entry& entry : entries()) names.push_back(entry.name);
   }
-  if (DIR* dir = opendir(runtime_directory().c_str())) {
-    while (const dirent* item = readdir(dir)) {
-      const std::string_view file = item->d_name;
-      if (file.size() <= library_prefix.size() + library_suffix.size() ||
-          file.substr(0, library_prefix.size()) != library_prefix ||
-          file.substr(file.size() - library_suffix.size()) != library_suffix)
-        continue;
-      std::string name{file.substr(library_prefix.size(),
-                                   file.size() - library_prefix.size() - library_suffix.size())};
-      if (!is_not_a_backend(name)) names.push_back(std::move(name));
-    }
-    closedir(dir);
-  }
+  for (const component& c : components())
+    if (c.kind == component_kind::backend && exists(library_path(c.library))) names.emplace_back(c.name);
   std::sort(names.begin(), names.end());
   names.erase(std::unique(names.begin(), names.end()), names.end());
   return names;
 }
 
 }  // namespace internal
+
+bool installed(const component& c) noexcept {
+  try {
+    return internal::exists(internal::library_path(c.library)) ||
+           (c.kind == component_kind::backend && internal::lookup(c.name) != nullptr);
+  } catch (...) {
+    return false;
+  }
+}
 
 bool register_backend(std::string_view name, std::string_view description,
                       backend_factory factory) {

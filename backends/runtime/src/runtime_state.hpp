@@ -48,6 +48,7 @@
 #include "ferret/runtime/runtime.hpp"
 #include "metadata_store.hpp"
 #include "output_claim.hpp"
+#include "registry.hpp"
 #include "settings.hpp"
 
 namespace ferret::runtime::internal {
@@ -145,6 +146,15 @@ struct thread_state : thread_buffer {
 extern thread_local thread_state* t_state;
 extern thread_local bool t_exiting;
 extern thread_local bool t_in_drain;
+// The thread is starting a session (under init_mutex_): a call back into the
+// runtime from what that runs must not wait for the lock.
+extern thread_local bool t_starting;
+struct starting_scope {
+  starting_scope() noexcept { t_starting = true; }
+  ~starting_scope() { t_starting = false; }
+  starting_scope(const starting_scope&) = delete;
+  starting_scope& operator=(const starting_scope&) = delete;
+};
 // A fork child's slots as the fork left them (pointing to g_rebind_buffer),
 // with their origins, for the child's first bind.
 extern thread_local std::vector<bound_slot> t_rebound_slots;
@@ -312,6 +322,8 @@ class runtime_state {
                                     const void* address, std::size_t bytes, memory_kind memory,
                                     int device);
   bool session_active();
+  // Reads the settings and starts the session once, on the first call.
+  void ensure_initialized();
   bool add_collector(collector* source);
   void join_process_group(process_group& group);
   const settings& configuration() const noexcept { return config_; }
@@ -325,8 +337,17 @@ class runtime_state {
   void fork_child();
 
  private:
+  // What the start needs that may load libraries (FERRET_BACKEND's), made
+  // with no lock held.
+  struct startup {
+    std::optional<settings> config;
+    std::string error;  // when config is empty
+    backend_selection selection;
+  };
+
   runtime_state() = default;
-  void initialize();
+  static startup prepare_startup();
+  void initialize(startup prepared);
   bool start_session();
   void publish_mode();
   thread_state* bind(thread_buffer** slot);
@@ -350,8 +371,11 @@ class runtime_state {
   friend struct thread_exit_hook;
 
   std::mutex init_mutex_;
-  bool initialized_ = false;
+  std::atomic<bool> initialized_{false};
   settings config_{};
+  // FERRET_BACKEND's backends, found at the start (a fork child's session
+  // uses them again: nothing is loaded under init_mutex_).
+  std::vector<std::pair<std::string, backend_factory>> backend_factories_;
   std::atomic<session*> current_{nullptr};
   // Sessions a fork child inherited and dropped, kept reachable on purpose.
   std::vector<session*> abandoned_;

@@ -4,8 +4,6 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 
-#include <fmt/ranges.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -27,19 +25,19 @@ std::string read_file(const char* path) {
   return std::string{std::istreambuf_iterator<char>{in}, std::istreambuf_iterator<char>{}};
 }
 
+std::string command_line() {
+  std::string arguments = read_file("/proc/self/cmdline");
+  while (!arguments.empty() && arguments.back() == '\0') arguments.pop_back();
+  std::replace(arguments.begin(), arguments.end(), '\0', ' ');
+  return arguments;
+}
+
 std::string executable_name() {
   char path[4096];
   const ssize_t length = readlink("/proc/self/exe", path, sizeof path - 1);
   if (length <= 0) return "unknown";
   const std::string full{path, static_cast<std::size_t>(length)};
   return full.substr(full.rfind('/') + 1);
-}
-
-std::string command_line() {
-  std::string arguments = read_file("/proc/self/cmdline");
-  while (!arguments.empty() && arguments.back() == '\0') arguments.pop_back();
-  std::replace(arguments.begin(), arguments.end(), '\0', ' ');
-  return arguments;
 }
 
 std::string host_name() {
@@ -76,20 +74,52 @@ bool is_directory(const std::string& path) {
 
 void on_process_exit() { runtime_state::instance().finish(false); }
 
+thread_local bool t_starting = false;
+
 // Time zero of the traces: when the runtime was loaded, before main() (or the
 // fork, in a child).
 std::int64_t g_process_start_ns = monotonic_raw_ns();
 
-void runtime_state::initialize() {
-  std::string error;
-  const auto parsed = parse_settings([](const char* name) -> const char* { return std::getenv(name); },
-                                     error);
-  if (!parsed) {
-    message("{}; running untraced", error);
+// Before any lock of the runtime is taken: loading a backend's library runs
+// its initialisers, which may call back (session_active).
+runtime_state::startup runtime_state::prepare_startup() {
+  startup prepared;
+  prepared.config = parse_settings([](const char* name) -> const char* { return std::getenv(name); },
+                                   prepared.error);
+  if (prepared.config) prepared.selection = select_backends(prepared.config->backends);
+  return prepared;
+}
+
+void runtime_state::ensure_initialized() {
+  // t_starting: code that the session's start runs (a backend's constructor)
+  // called back; waiting for the lock this thread holds would hang.
+  if (initialized_.load(std::memory_order_acquire) || t_starting) return;
+  startup prepared = prepare_startup();
+  std::lock_guard lock{init_mutex_};
+  if (initialized_.load(std::memory_order_relaxed)) return;
+  // Done once, also if the start threw.
+  struct done_once {
+    std::atomic<bool>& done;
+    ~done_once() { done.store(true, std::memory_order_release); }
+  } once{initialized_};
+  const starting_scope starting;
+  initialize(std::move(prepared));
+}
+
+void runtime_state::initialize(startup prepared) {
+  if (!prepared.config) {
+    message("{}; running untraced", prepared.error);
     return;
   }
-  config_ = *parsed;
+  config_ = *prepared.config;
   if (config_.backends.empty()) return;
+  // One line per name that is no backend; the others run.
+  const std::vector<std::string>& problems = prepared.selection.problems;
+  const bool none_left = prepared.selection.factories.empty();
+  for (std::size_t i = 0; i < problems.size(); ++i)
+    message("{}{}", problems[i], none_left && i + 1 == problems.size() ? "; running untraced" : "");
+  if (none_left) return;
+  backend_factories_ = std::move(prepared.selection.factories);
   std::atexit(on_process_exit);
   pthread_atfork([] { instance().fork_prepare(); }, [] { instance().fork_parent(); },
                  [] { instance().fork_child(); });
@@ -119,19 +149,8 @@ bool runtime_state::start_session() {
   info.start_realtime_ns = s->clock.start_realtime_ns();
 
   backend_context context{&s->info, expand_output(config_.output, info), false};
-  // Nothing is created before tracing really starts: names, the output and
-  // the buffers are checked first, so that "running untraced" leaves no file.
-  std::vector<std::pair<std::string, backend_factory>> factories;
-  for (const std::string& name : config_.backends) {
-    const backend_factory factory = find_backend(name);
-    if (factory == nullptr) {
-      const std::vector<std::string> names = available_backends();
-      message("unknown backend '{}' in FERRET_BACKEND (available: {}); running untraced", name,
-              names.empty() ? std::string{"none installed"} : fmt::format("{}", fmt::join(names, ", ")));
-      return false;
-    }
-    factories.emplace_back(name, factory);
-  }
+  // Nothing is created before tracing really starts: the output and the
+  // buffers are checked first, so that "running untraced" leaves no file.
   // A device would get files beside it (FERRET_OUTPUT=/dev/null: /dev/null.json).
   struct stat output_status{};
   if (stat(context.output.c_str(), &output_status) == 0 && !S_ISREG(output_status.st_mode) &&
@@ -201,7 +220,7 @@ bool runtime_state::start_session() {
 
   // An output that cannot be written turns off its backend only.
   std::vector<std::pair<std::string, std::string>> failures;  // backend, why
-  for (const auto& [name, factory] : factories) {
+  for (const auto& [name, factory] : backend_factories_) {
     std::string error;
     std::unique_ptr<backend> created = factory(context, error);
     if (created != nullptr) {
@@ -266,13 +285,12 @@ void runtime_state::publish_mode() {
 // Collectors
 
 bool runtime_state::session_active() {
-  {
-    std::lock_guard lock{init_mutex_};
-    if (!initialized_) {
-      initialized_ = true;
-      initialize();
-    }
+  if (t_starting) {
+    message("a collector started while ferret's session was starting (from a backend's start); "
+            "it runs without the session");
+    return false;
   }
+  ensure_initialized();
   return current_.load(std::memory_order_acquire) != nullptr;
 }
 

@@ -12,8 +12,9 @@ namespace ferret::runtime {
 namespace {
 constexpr setting table[] = {
     {"FERRET_BACKEND", "comma-separated list of backend names", "none",
-     "Backends that receive the events (e.g. chrome). 'none' or unset: nothing is recorded and "
-     "each annotation costs one load and one branch."},
+     "Backends that receive the events (e.g. chrome,summary; in any case). 'none' or unset: "
+     "nothing is recorded and each annotation costs one load and one branch. A name that is no "
+     "backend (a typo, a collector) gets one line and is left out; the others run."},
     {"FERRET_OUTPUT", "path", "ferret-%e-%p",
      "Output file, or directory when it ends in '/' or exists. Each backend adds its extension "
      "(.json for chrome). %p: process id, %h: host name, %e: executable name, %%: '%'. A name "
@@ -95,13 +96,6 @@ std::optional<unsigned long> parse_unsigned(const std::string& text) {
   return value;
 }
 
-bool valid_backend_name(const std::string& name) {
-  // Names become file names (libferret_<name>.so): keep them plain.
-  return !name.empty() && std::all_of(name.begin(), name.end(), [](unsigned char c) {
-    return std::islower(c) || std::isdigit(c) || c == '_';
-  });
-}
-
 }  // namespace
 
 std::optional<std::uint64_t> parse_size(const std::string& text) {
@@ -127,24 +121,20 @@ std::optional<std::uint64_t> parse_size(const std::string& text) {
 std::optional<settings> parse_settings(env_lookup lookup, std::string& error) {
   settings result{};
 
+  // Names in any case, blanks and empty entries ignored; whether each names a
+  // backend is decided when the session starts (registry.hpp), one line per
+  // name that does not, so that one typo never turns the others off.
   const std::string backends = value_of(lookup, "FERRET_BACKEND");
-  if (backends != "none" && !backends.empty()) {
-    std::size_t start = 0;
-    while (start <= backends.size()) {
-      const std::size_t comma = std::min(backends.find(',', start), backends.size());
-      std::string name = trim(backends.substr(start, comma - start));
-      if (!valid_backend_name(name)) {
-        error = fmt::format(
-            "FERRET_BACKEND='{}' is not valid (expected a comma-separated list of backend names "
-            "such as chrome, or none)",
-            backends);
-        return std::nullopt;
-      }
-      if (name != "none" &&
-          std::find(result.backends.begin(), result.backends.end(), name) == result.backends.end())
-        result.backends.push_back(std::move(name));
-      start = comma + 1;
-    }
+  std::size_t start = 0;
+  while (start < backends.size()) {
+    const std::size_t comma = std::min(backends.find(',', start), backends.size());
+    std::string name = trim(backends.substr(start, comma - start));
+    std::transform(name.begin(), name.end(), name.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (!name.empty() && name != "none" &&
+        std::find(result.backends.begin(), result.backends.end(), name) == result.backends.end())
+      result.backends.push_back(std::move(name));
+    start = comma + 1;
   }
 
   result.output = value_of(lookup, "FERRET_OUTPUT");

@@ -90,6 +90,9 @@ class cuda_collector final : public runtime::collector {
 
   void start() {
     std::call_once(started_, [this] { subscribe(); });
+    // Python call paths, before the first call; outside call_once, as the
+    // sources' libraries may call back while they load.
+    if (active_.load()) runtime::load_launch_context_sources();
   }
 
   void collect(std::vector<gpu_activity>& activities, std::vector<gpu_device_info>& new_devices,
@@ -239,7 +242,6 @@ void cuda_collector::subscribe() {
   // CUDA graphs: which data objects a replayed copy or memset touches.
   for (const CUpti_CallbackId id : {CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED})
     cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, id);
-  runtime::load_launch_context_sources();  // Python call paths, before the first call
   active_.store(true);
   runtime::register_collector(this);
 }
