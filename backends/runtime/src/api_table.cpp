@@ -102,6 +102,7 @@ const detail::runtime_api api_table{
 
 const detail::runtime_api* runtime_state::attach(std::atomic<std::uint8_t>* flag) {
   ensure_initialized();
+  attached_.store(true, std::memory_order_relaxed);
   // Untraced (no backend, or none could start), the object gets no table: its
   // data objects, metadata and thread names then cost what they cost without
   // a runtime (no call, no allocation, no lock), as its annotations do. Only

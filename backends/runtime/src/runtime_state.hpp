@@ -87,6 +87,9 @@ std::string visible_name(std::string name);
 
 bool is_directory(const std::string& path);
 
+// The file name of /proc/self/exe.
+std::string executable_name();
+
 // ---------------------------------------------------------------------------
 // Buffers
 
@@ -327,6 +330,12 @@ class runtime_state {
   bool add_collector(collector* source);
   void join_process_group(process_group& group);
   const settings& configuration() const noexcept { return config_; }
+  // What this process asked of the runtime so far (for ferret-run's report).
+  struct asked {
+    bool attached;         // annotated code (or the C API) attached
+    bool tried_recording;  // a session started, or a line said why not
+  };
+  asked asked_so_far() const noexcept { return {attached_.load(), tried_recording_.load()}; }
   void flush();
   void set_recording(bool on);
 
@@ -376,6 +385,8 @@ class runtime_state {
   // FERRET_BACKEND's backends, found at the start (a fork child's session
   // uses them again: nothing is loaded under init_mutex_).
   std::vector<std::pair<std::string, backend_factory>> backend_factories_;
+  std::atomic<bool> attached_{false};
+  std::atomic<bool> tried_recording_{false};
   std::atomic<session*> current_{nullptr};
   // Sessions a fork child inherited and dropped, kept reachable on purpose.
   std::vector<session*> abandoned_;

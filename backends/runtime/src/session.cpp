@@ -32,14 +32,6 @@ std::string command_line() {
   return arguments;
 }
 
-std::string executable_name() {
-  char path[4096];
-  const ssize_t length = readlink("/proc/self/exe", path, sizeof path - 1);
-  if (length <= 0) return "unknown";
-  const std::string full{path, static_cast<std::size_t>(length)};
-  return full.substr(full.rfind('/') + 1);
-}
-
 std::string host_name() {
   char name[256] = {};
   if (gethostname(name, sizeof name - 1) != 0) return "unknown";
@@ -66,6 +58,14 @@ std::string expand_output(const std::string& pattern, const session_info& info) 
 }
 
 }  // namespace
+
+std::string executable_name() {
+  char path[4096];
+  const ssize_t length = readlink("/proc/self/exe", path, sizeof path - 1);
+  if (length <= 0) return "unknown";
+  const std::string full{path, static_cast<std::size_t>(length)};
+  return full.substr(full.rfind('/') + 1);
+}
 
 bool is_directory(const std::string& path) {
   struct stat status{};
@@ -107,6 +107,7 @@ void runtime_state::ensure_initialized() {
 }
 
 void runtime_state::initialize(startup prepared) {
+  tried_recording_.store(!prepared.config || !prepared.config->backends.empty());
   if (!prepared.config) {
     message("{}; running untraced", prepared.error);
     return;
