@@ -2,7 +2,9 @@
 # Installs the build into a scratch prefix, builds examples/basic against it
 # with find_package(ferret), runs it traced and checks the trace with the
 # installed checker (and profiled, with the installed TAU profile checker);
-# then embeds ferret in tests/package with add_subdirectory.
+# then embeds ferret in tests/package with add_subdirectory; then links a
+# program without CMake, with a plain -lferret_runtime and with pkg-config,
+# and traces each.
 # Usage: install_test.sh <build-dir> <source-dir> <work-dir> <generator> <with-otf2: ON|OFF>
 set -euo pipefail
 build=$1 source=$2 work=$3 generator=$4 with_otf2=$5
@@ -41,3 +43,27 @@ with ferret.region("installed module"):
     pass')
 "$work/prefix/bin/ferret-trace-check" "$work/python.json"
 grep -q '"installed module"' "$work/python.json"
+# Without CMake. A plain -l: the installed libferret_runtime.so is a linker
+# script that keeps the runtime where the compiler links --as-needed (Debian's
+# g++ does), though annotated code refers to it only weakly.
+libdir=$(dirname "$runtime_library")
+consumer=$source/tests/package/consumer.cpp
+g++ -std=c++17 -I"$work/prefix/include" "$consumer" -L"$libdir" -lferret_runtime \
+    -Wl,-rpath,"$libdir" -o "$work/plain-link"
+(cd "$work" && FERRET_BACKEND=chrome FERRET_OUTPUT=plain-link.json "$work/plain-link")
+"$work/prefix/bin/ferret-trace-check" "$work/plain-link.json"
+grep -q '"consumer ran"' "$work/plain-link.json"
+# pkg-config: ferret.pc, and one for each collector a program can link.
+export PKG_CONFIG_PATH=$libdir/pkgconfig
+# shellcheck disable=SC2046  # pkg-config's words are meant to split
+g++ -std=c++17 $(pkg-config --cflags ferret) "$consumer" $(pkg-config --libs ferret) \
+    -Wl,-rpath,"$(pkg-config --variable=libdir ferret)" -o "$work/pkg-config-link"
+(cd "$work" && FERRET_BACKEND=chrome FERRET_OUTPUT=pkg-config-link.json "$work/pkg-config-link")
+"$work/prefix/bin/ferret-trace-check" "$work/pkg-config-link.json"
+grep -q '"consumer ran"' "$work/pkg-config-link.json"
+for pc in "$libdir"/pkgconfig/*.pc; do
+  pkg-config --exists --print-errors "$(basename "$pc" .pc)"
+done
+test -f "$libdir/pkgconfig/ferret.pc"
+# ferret-merge is installed, and runs.
+"$work/prefix/bin/ferret-merge" --help > /dev/null

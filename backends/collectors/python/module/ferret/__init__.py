@@ -27,7 +27,7 @@ annotations at all: under ferret-run, the calling context of each kernel, copy
 and allocation continues into the Python frames that launched it.
 
 The runtime library is found beside this package (lib/python/ferret ->
-lib/libferret_runtime.so, in a build tree as once installed), or where
+lib/libferret_runtime.so.0, in a build tree as once installed), or where
 FERRET_RUNTIME_LIBRARY points. Without it, every call does nothing and one line
 says why.
 """
@@ -51,9 +51,11 @@ _MEMORY_KINDS = {"host": 0, "pinned": 1, "device": 2, "managed": 3}
 
 def _load_runtime():
     here = os.path.dirname(os.path.abspath(__file__))
+    # The library by its soname: the installed libferret_runtime.so is the
+    # linker's script, not the library.
     candidates = [os.environ.get("FERRET_RUNTIME_LIBRARY"),
-                  os.path.join(here, "..", "..", "libferret_runtime.so"),
-                  "libferret_runtime.so"]
+                  os.path.join(here, "..", "..", "libferret_runtime.so.0"),
+                  "libferret_runtime.so.0"]
     errors = []
     for candidate in candidates:
         if not candidate:
