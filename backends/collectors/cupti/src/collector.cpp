@@ -39,6 +39,7 @@
 #include "ferret/runtime/context_source.hpp"
 #include "ferret/runtime/runtime.hpp"
 #include "record_decoder.hpp"
+#include "subscription.hpp"
 
 namespace ferret::cupti {
 namespace {
@@ -199,9 +200,8 @@ void cuda_collector::subscribe() {
   if (const CUptiResult result = cuptiSubscribe(&subscriber_, on_callback, nullptr);
       result != CUPTI_SUCCESS) {
     runtime::print_message(fmt::format(
-        "another tool holds the CUPTI subscription ({}: Nsight Systems, a sanitizer or a "
-        "framework profiler?); running without GPU data",
-        cupti_error(result)));
+        "{}; running without GPU data",
+        subscription_failure(result, cupti_error(result), find_cuda_driver(), CUDA_VERSION)));
     return;
   }
   calls_ = std::make_unique<api_calls>(*setting, api_calls::services{device_of_context, deliver_records});
