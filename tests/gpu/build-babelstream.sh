@@ -19,7 +19,7 @@ cuda=$(dirname "$(cache_value CUDAToolkit_BIN_DIR)")
 clang=$(sed -n 's|^set(FERRET_OPENMP_OFFLOAD_CLANG "\(.*\)")$|\1|p' "$toolchain/toolchain.cmake")
 libomptarget=$(sed -n 's|^set(FERRET_OPENMP_OFFLOAD_LIBOMPTARGET "\(.*\)")$|\1|p' "$toolchain/toolchain.cmake")
 mkdir -p "$build/bin"
-"$clang" -std=c++17 -O3 -fopenmp --offload-arch=sm_90 --cuda-path="$cuda" -I"$toolchain/include" \
+"$clang" -std=c++17 -O3 -g -fopenmp --offload-arch=sm_90 --cuda-path="$cuda" -I"$toolchain/include" \
   --libomptarget-nvptx-bc-path="$toolchain/libomptarget-nvptx.bc" -DOMP -DOMP_TARGET_GPU -DDEFAULT \
   -Wno-inconsistent-missing-override -Wno-pass-failed -I"$source/src" -I"$source/src/omp" \
   "$source/src/main.cpp" "$source/src/omp/OMPStream.cpp" -o "$build/bin/babelstream-omp" \
