@@ -202,6 +202,41 @@ TEST_CASE("target: offload, regions, data operations, submissions") {
 }
 #endif
 
+#if defined(FERRET_OMPT_CUDA_COLLECTOR_STAND_IN) && FERRET_OMPT_TEST_OTF2
+TEST_CASE("cuda_collector_present: device names and copies are left to CUDA's collector") {
+  // LD_PRELOAD puts a library named libferret_cupti.so in the process, as
+  // CUDA loads the collector at cuInit, before libomptarget's CUDA plugin
+  // initialises a device.
+  ferret::testing::environment variables = llvm_environment();
+  variables.emplace_back("LD_PRELOAD", FERRET_OMPT_CUDA_COLLECTOR_STAND_IN);
+  // A device and no data operation: its name must not come from the OpenMP
+  // collector, though no data operation ever asked whether CUDA's is there.
+  // OTF2 defines every device it is told of (chrome only those with activity).
+  const fs::path directory = fresh_directory("cuda-present-target-only");
+  ferret::testing::environment with_otf2 = variables;
+  with_otf2.emplace_back("FERRET_BACKEND", "otf2");
+  with_otf2.emplace_back("FERRET_OUTPUT", "run");
+  const ferret::testing::program_result only = ferret::testing::run_program(
+      directory, {FERRET_OMPT_TARGET_ONLY_PROGRAM}, with_otf2, std::chrono::minutes{2});
+  INFO("stderr: " << only.err);
+  REQUIRE(only.exit_code == 0);
+  std::ifstream definitions_file{directory / "run" / "traces.def", std::ios::binary};
+  REQUIRE(definitions_file.good());
+  const std::string definitions{std::istreambuf_iterator<char>{definitions_file}, {}};
+  CHECK(definitions.find("target [device 0]") != std::string::npos);
+  CHECK(definitions.find("OpenMP device") == std::string::npos);
+  // Data operations: regions on the host, no copies of the OpenMP collector's.
+  const traced_run mapped = run_traced("cuda-present-target", {FERRET_OMPT_TARGET_PROGRAM}, variables);
+  CHECK(openmp_slices(mapped.trace, "transfer to device") == 1);
+  CHECK(events(mapped.trace, "X", "Memcpy HtoD").empty());
+  CHECK(metadata_count(mapped.trace, "gpu-operations") == 0);
+  for (const auto& [pid, name] : mapped.check.process_names) {
+    CAPTURE(name);
+    CHECK(name.find("OpenMP device") == std::string::npos);
+  }
+}
+#endif
+
 #ifdef FERRET_OMPT_TARGET_LOCATIONS_SOURCE
 namespace {
 
