@@ -20,6 +20,11 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 mkdir -p "$work"
 work=$(cd "$work" && pwd)
+gpus=$(nvidia-smi --query-gpu=index --format=csv,noheader 2> /dev/null | wc -l)
+if ((gpus == 0)); then
+  echo "openmp example: skipped: nvidia-smi sees no GPU"
+  exit 77
+fi
 if [[ -z ${FERRET_GPU_TEST_LLVM_LIBS:-} ]]; then
   echo "openmp example: skipped: no LLVM offload runtime (FERRET_GPU_TEST_LLVM_LIBS; tests/gpu/run.sh sets it)"
   exit 77
