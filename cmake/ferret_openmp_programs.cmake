@@ -1,13 +1,16 @@
 # OpenMP programs for the OpenMP collector's examples and tests, built with
 # the LLVM whose omp-tools.h the collector uses (FERRET_LLVM_DIR):
 #
-#   ferret_clang_openmp_program(<name> <source> [OFFLOAD|OFFLOAD_NVIDIA] [FERRET])
+#   ferret_clang_openmp_program(<name> <source> [OFFLOAD|OFFLOAD_NVIDIA] [LLVM22] [FERRET])
 #     clang++ -fopenmp (OFFLOAD: -fopenmp-targets=x86_64-pc-linux-gnu, target
 #     regions offloaded to the host; OFFLOAD_NVIDIA: to NVIDIA sm_90, only when
-#     FERRET_CLANG_OFFLOAD_NVIDIA); FERRET: annotated, linked with the
-#     OpenMP collector and the runtime. The project's own compiler (g++) cannot
-#     offload, so these are custom commands. Not in sanitizer builds: clang's
-#     sanitizer runtimes and GCC's cannot share a process.
+#     FERRET_CLANG_OFFLOAD_NVIDIA; LLVM22: built by the offload toolchain's
+#     clang and libomptarget, only when FERRET_OPENMP_OFFLOAD_TOOLCHAIN, implied
+#     by OFFLOAD_NVIDIA);
+#     FERRET: annotated, linked with the OpenMP collector and the runtime. The
+#     project's own compiler (g++) cannot offload, so these are custom commands.
+#     Not in sanitizer builds: clang's sanitizer runtimes and GCC's cannot share
+#     a process.
 #   ferret_llvm_openmp_program(<name> <source> [FERRET])
 #     g++ -fopenmp against LLVM's libomp (through its GNU entry points), so
 #     that the program builds with the project's flags, sanitizers included.
@@ -18,28 +21,82 @@ if(EXISTS "${FERRET_OPENMP_CLANG}" AND NOT FERRET_SANITIZE)
   set(FERRET_BUILD_CLANG_OPENMP ON)
 endif()
 
-# NVIDIA offload needs the CUDA toolkit (ptxas, nvlink) and LLVM's device
-# runtime bitcode, which Debian installs where clang does not look.
-set(FERRET_OPENMP_NVPTX_BITCODE "${FERRET_LLVM_DIR}/lib/libomptarget-nvptx-sm_90.bc")
+# The offload toolchain of LLVM 22: LLVM 19's libomptarget rejects the cubins
+# of CUDA >= 12.8, and its clang emits the runtime calls of `target` and
+# `target data` without a source line. tools/build-openmp-device-runtime puts
+# LLVM 22's NVIDIA device runtime (compiled from LLVM's sources), omp.h of 22
+# and the links the host link needs into FERRET_OPENMP_OFFLOAD_DIR; its
+# toolchain.cmake names the clang. Offload to NVIDIA also needs the CUDA
+# toolkit (ptxas, nvlink).
+if(DEFINED ENV{XDG_CACHE_HOME} AND NOT "$ENV{XDG_CACHE_HOME}" STREQUAL "")
+  set(ferret_offload_default "$ENV{XDG_CACHE_HOME}/ferret/openmp-offload-llvm-22")
+else()
+  set(ferret_offload_default "$ENV{HOME}/.cache/ferret/openmp-offload-llvm-22")
+endif()
+if(NOT EXISTS "${ferret_offload_default}/toolchain.cmake")
+  set(ferret_offload_default "")
+endif()
+set(FERRET_OPENMP_OFFLOAD_DIR "${ferret_offload_default}" CACHE PATH
+    "LLVM's OpenMP NVIDIA device runtime and its toolchain (tools/build-openmp-device-runtime)")
+set(FERRET_OPENMP_OFFLOAD_TOOLCHAIN OFF)
 set(FERRET_CLANG_OFFLOAD_NVIDIA OFF)
-if(FERRET_BUILD_CLANG_OPENMP AND CUDAToolkit_BIN_DIR AND EXISTS "${FERRET_OPENMP_NVPTX_BITCODE}")
+set(ferret_offload_missing "")
+if(NOT FERRET_OPENMP_OFFLOAD_DIR OR NOT EXISTS "${FERRET_OPENMP_OFFLOAD_DIR}/toolchain.cmake")
+  set(ferret_offload_missing "no device runtime (run tools/build-openmp-device-runtime, or set FERRET_OPENMP_OFFLOAD_DIR)")
+else()
+  include("${FERRET_OPENMP_OFFLOAD_DIR}/toolchain.cmake")
+  if(NOT EXISTS "${FERRET_OPENMP_OFFLOAD_CLANG}" OR NOT EXISTS "${FERRET_OPENMP_OFFLOAD_LIBOMPTARGET}")
+    set(ferret_offload_missing "${FERRET_OPENMP_OFFLOAD_CLANG} or ${FERRET_OPENMP_OFFLOAD_LIBOMPTARGET} is gone (reinstall clang-22 and liboffload-22)")
+  elseif(FERRET_SANITIZE)
+    set(ferret_offload_missing "a sanitizer build")
+  else()
+    set(FERRET_OPENMP_OFFLOAD_TOOLCHAIN ON)
+    get_filename_component(ferret_offload_runtime_dir "${FERRET_OPENMP_OFFLOAD_LIBOMPTARGET}" DIRECTORY)
+    if(NOT CUDAToolkit_BIN_DIR)
+      set(ferret_offload_missing "no CUDA toolkit (the CUDA collector's, FERRET_CUDA)")
+    endif()
+  endif()
+endif()
+if(ferret_offload_missing STREQUAL "")
   set(FERRET_CLANG_OFFLOAD_NVIDIA ON)
   get_filename_component(FERRET_OPENMP_CUDA_PATH "${CUDAToolkit_BIN_DIR}" DIRECTORY)
+  message(STATUS "ferret: OpenMP offload to NVIDIA sm_90 with ${FERRET_OPENMP_OFFLOAD_CLANG} "
+                 "(LLVM ${FERRET_OPENMP_OFFLOAD_LLVM_VERSION}) and the device runtime in ${FERRET_OPENMP_OFFLOAD_DIR}")
+else()
+  if(FERRET_OPENMP_OFFLOAD_TOOLCHAIN)
+    message(STATUS "ferret: OpenMP programs of LLVM ${FERRET_OPENMP_OFFLOAD_LLVM_VERSION} offload to the host "
+                   "only, not to NVIDIA GPUs: ${ferret_offload_missing}")
+  else()
+    message(STATUS "ferret: no OpenMP programs of LLVM 22 (GPU offload, exact target locations): "
+                   "${ferret_offload_missing}")
+  endif()
 endif()
 
 function(ferret_clang_openmp_program name source)
-  cmake_parse_arguments(PARSE_ARGV 2 arg "OFFLOAD;OFFLOAD_NVIDIA;FERRET" "" "")
+  cmake_parse_arguments(PARSE_ARGV 2 arg "OFFLOAD;OFFLOAD_NVIDIA;LLVM22;FERRET" "" "")
   set(output ${CMAKE_RUNTIME_OUTPUT_DIRECTORY}/${name})
+  set(compiler ${FERRET_OPENMP_CLANG})
   set(flags -std=c++17 -O2 -g -fopenmp -Wall -Wextra)
   set(libraries)
   set(depends ${source})
+  set(runtime_dir ${FERRET_LLVM_DIR}/lib)
   if(arg_OFFLOAD)
     list(APPEND flags -fopenmp-targets=x86_64-pc-linux-gnu)
   endif()
+  if(arg_LLVM22 OR arg_OFFLOAD_NVIDIA)
+    # omp.h of 22 and the development names libomp.so, libomptarget.so.
+    set(compiler ${FERRET_OPENMP_OFFLOAD_CLANG})
+    set(runtime_dir ${ferret_offload_runtime_dir})
+    list(APPEND flags -I${FERRET_OPENMP_OFFLOAD_DIR}/include)
+    list(APPEND libraries -L${FERRET_OPENMP_OFFLOAD_DIR}/lib)
+  endif()
   if(arg_OFFLOAD_NVIDIA)
-    list(APPEND flags -fopenmp-targets=nvptx64-nvidia-cuda --offload-arch=sm_90
-         --cuda-path=${FERRET_OPENMP_CUDA_PATH}
-         --libomptarget-nvptx-bc-path=${FERRET_OPENMP_NVPTX_BITCODE})
+    # The device runtime twice: its bitcode for the compile step, -lompdevice
+    # (found through -L) for the device link.
+    list(APPEND flags --offload-arch=sm_90 --cuda-path=${FERRET_OPENMP_CUDA_PATH}
+         --libomptarget-nvptx-bc-path=${FERRET_OPENMP_OFFLOAD_DIR}/libomptarget-nvptx.bc)
+    list(APPEND libraries -Xoffload-linker -L${FERRET_OPENMP_OFFLOAD_DIR}/nvptx64-nvidia-cuda)
+    list(APPEND depends ${FERRET_OPENMP_OFFLOAD_DIR}/libomptarget-nvptx.bc)
   endif()
   if(arg_FERRET)
     list(APPEND flags -I${PROJECT_SOURCE_DIR}/include -I${PROJECT_SOURCE_DIR}/backends/runtime/include
@@ -49,10 +106,9 @@ function(ferret_clang_openmp_program name source)
     list(APPEND depends ferret_ompt ferret_runtime)
   endif()
   add_custom_command(OUTPUT ${output}
-    COMMAND ${FERRET_OPENMP_CLANG} ${flags} ${source} -o ${output} ${libraries}
-            -Wl,-rpath,${FERRET_LLVM_DIR}/lib
+    COMMAND ${compiler} ${flags} ${source} -o ${output} ${libraries} -Wl,-rpath,${runtime_dir}
     DEPENDS ${depends}
-    COMMENT "Building ${name} with ${FERRET_OPENMP_CLANG}"
+    COMMENT "Building ${name} with ${compiler}"
     VERBATIM)
   add_custom_target(${name} ALL DEPENDS ${output})
 endfunction()

@@ -17,15 +17,17 @@ dest=$(cd "$2" && pwd)
 mkdir -p "$dest/bin" "$dest/lib/carried"
 cp -a "$build/lib/." "$dest/lib/"
 for program in gpu_trace_test gpu_cuda_api_test 'gpu-test-*' cuda-streams ferret-run ferret-otf2-check \
-               ferret-trace-check ferret-tau-check ferret-cuda-overhead ferret-torch-small-ops.py; do
+               ferret-trace-check ferret-tau-check ferret-cuda-overhead ferret-torch-small-ops.py \
+               openmp-example-gpu babelstream-omp; do
   for file in "$build"/bin/$program; do
     if [[ -e $file ]]; then cp -a "$file" "$dest/bin/"; fi
   done
 done
 if command -v otf2-print > /dev/null; then cp "$(command -v otf2-print)" "$dest/bin/"; fi
 never='/(ld-linux[^/]*|lib(c|m|dl|rt|pthread|util|stdc\+\+|gcc_s|cuda|cudart|cupti|nvidia-[^/]*)\.so[^/]*)$'
-# OpenMP offload programs are left out: their libraries (libomptarget, libLLVM
-# and its dependencies) travel in tests/gpu/pack-llvm-offload.sh's archive.
+# The libraries of OpenMP offload programs (libomptarget, libLLVM and its
+# dependencies) are left out: they travel in tests/gpu/pack-llvm-offload.sh's
+# archive, which goes beside the carried build (DEST/llvm-offload.tar.xz).
 for file in "$dest"/lib/*.so "$dest"/bin/*; do
   [[ -f $file && ! -L $file ]] || continue
   dependencies=$(ldd "$file" 2> /dev/null || true)
@@ -39,9 +41,13 @@ done | sort -u | while read -r library; do
   fi
 done
 # Debug information is most of a RelWithDebInfo build (88 MB of 106); the
-# carry limit is 64 MiB for everything a GPU pass takes along.
+# carry limit is 64 MiB for everything a GPU pass takes along. The OpenMP
+# offload programs keep theirs (a few hundred KiB): the OpenMP collector reads
+# their constructs' file and line from it, and the GPU pass checks them.
 for file in "$dest"/bin/* "$dest"/lib/*.so* "$dest"/lib/carried/*; do
-  [[ -f $file && ! -L $file ]] && head -c 4 "$file" | grep -q ELF && strip --strip-debug "$file"
+  [[ -f $file && ! -L $file ]] && head -c 4 "$file" | grep -q ELF || continue
+  [[ $(ldd "$file" 2> /dev/null || true) == *libomptarget* ]] && continue
+  strip --strip-debug "$file"
 done
 du -sh "$dest"
 ls "$dest/lib/carried"

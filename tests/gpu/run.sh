@@ -5,13 +5,16 @@
 # build carried from another machine: tests/gpu/carry.sh); otherwise configures and builds
 # (Release) into build/gpu. Then runs gpu_trace_test and gpu_cuda_api_test
 # directly (CTest files hold the absolute paths of the machine that configured
-# them), then benchmarks/cuda/run.sh when present (with the benchmark options given, by
+# them), the OpenMP programs on the GPU (tests/gpu/openmp_programs.sh, with the
+# LLVM offload runtime of tests/gpu/pack-llvm-offload.sh carried beside the
+# build), then benchmarks/cuda/run.sh when present (with the benchmark options given, by
 # default --quick: the whole pass must fit in one 10-minute command on the GPU
 # machine), the peer copy case on two GPUs (tests/gpu/peer_copies.sh), and prints a
 # summary: date, GPU, test results, benchmark table.
 # With $OUT set, the summary, the logs and the traces (one archive) are saved
 # there, the benchmark's own files in $OUT/benchmark. FERRET_GPU_TEST_CASES=<filter>
-# runs only the test cases it names (doctest's -tc), without the benchmarks.
+# runs only the test cases it names (doctest's -tc), without the benchmarks
+# (and the OpenMP programs only when the filter names "openmp").
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$root/build/gpu}
@@ -64,16 +67,17 @@ for library in "$build"/lib/carried/*.so*; do
 done
 export LD_LIBRARY_PATH=$build/lib:$cupti_links:$missing_links${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 
-# The LLVM offload runtime for the OpenMP case (tests/gpu/pack-llvm-offload.sh
-# put it beside the build) in a folder of its own, named to gpu_trace_test,
-# which puts it on the OpenMP program's LD_LIBRARY_PATH alone: its LLVM, ICU,
-# zlib, ... must not displace the libraries of the CUDA and PyTorch programs.
-# libomptarget dlopens "libomp.so" to connect to the tool interface.
+# The LLVM offload runtime for the OpenMP cases (tests/gpu/pack-llvm-offload.sh
+# put it beside the build, with the libomp.so that libomptarget dlopens to
+# connect to the tool interface) in a folder of its own, named to
+# gpu_trace_test and openmp_programs.sh, which put it on the OpenMP programs'
+# LD_LIBRARY_PATH alone: its LLVM, ICU, zlib, ... must not displace the
+# libraries of the CUDA and PyTorch programs.
+llvm_offload=
 if [[ -f $build/llvm-offload.tar.xz ]]; then
   llvm_offload=$work/llvm-offload
   mkdir -p "$llvm_offload"
   if tar -C "$llvm_offload" -xJf "$build/llvm-offload.tar.xz"; then
-    ln -sf libomp.so.5 "$llvm_offload/libomp.so"
     # Its CUDA plugin dlopens "libcuda.so", the development name, which a
     # driver-only installation lacks: point it at the driver's libcuda.so.1.
     if ! ldconfig -p | grep -q "^[[:space:]]*libcuda.so "; then
@@ -84,6 +88,7 @@ if [[ -f $build/llvm-offload.tar.xz ]]; then
     note "LLVM offload runtime for the OpenMP case: $build/llvm-offload.tar.xz unpacked"
   else
     note "cannot unpack $build/llvm-offload.tar.xz: the OpenMP case uses the system's LLVM, if any"
+    llvm_offload=
   fi
 else
   note "no $build/llvm-offload.tar.xz (tests/gpu/pack-llvm-offload.sh): the OpenMP case uses the system's LLVM, if any"
@@ -107,6 +112,15 @@ if [[ -x $build/bin/gpu_cuda_api_test ]]; then
   cuda_api_status=${PIPESTATUS[0]}
 else
   note "no $build/bin/gpu_cuda_api_test: the CUDA API cases are left out"
+fi
+
+# OpenMP programs on the GPU: the example's target part and BabelStream
+# (unmodified, with its overhead): tests/gpu/openmp_programs.sh. Also with a
+# test filter that names the OpenMP cases.
+openmp_status=none
+if [[ -n $llvm_offload && ( -z ${FERRET_GPU_TEST_CASES:-} || ${FERRET_GPU_TEST_CASES:-} == *openmp* ) ]]; then
+  bash "$root/tests/gpu/openmp_programs.sh" "$build" "$work/traces/openmp" 2>&1 | tee "$work/openmp_programs.log"
+  openmp_status=${PIPESTATUS[0]}
 fi
 
 benchmark_status=none
@@ -177,6 +191,10 @@ esac
     esac
     grep -E '^(skipped:|cuda-api-test:|\[doctest\] (test cases|assertions):)' "$work/gpu_cuda_api_test.log"
   fi
+  if [[ $openmp_status != none ]]; then
+    echo "tests/gpu/openmp_programs.sh: status $openmp_status"
+    grep -E '^(openmp (example|babelstream):|FAILED:)' "$work/openmp_programs.log"
+  fi
   if [[ $benchmark_status != none ]]; then
     echo "benchmarks/cuda/run.sh: status $benchmark_status"
     grep -E '^(\||###|Target:|ferret.s added)' "$work/benchmark.log"
@@ -208,6 +226,7 @@ if [[ -n ${OUT:-} ]]; then
   [[ -f $work/nccl.log ]] && cp "$work/nccl.log" "$OUT/"
   [[ -d $work/report ]] && cp -r "$work/report" "$OUT/report"
   for file in "$work/torch_context.log" "$work/python_benchmark.log" "$work/peer_copies.log" \
+              "$work/openmp_programs.log" \
               "$work/traces/torch-context/torch-context-summary.txt"; do
     [[ -f $file ]] && cp "$file" "$OUT/"
   done
@@ -215,6 +234,7 @@ if [[ -n ${OUT:-} ]]; then
 fi
 [[ $test_status == 0 || $test_status == 77 ]] &&
   [[ $cuda_api_status == none || $cuda_api_status == 0 || $cuda_api_status == 77 ]] &&
+  [[ $openmp_status == none || $openmp_status == 0 || $openmp_status == 77 ]] &&
   [[ $benchmark_status == none || $benchmark_status == 0 ]] &&
   [[ $context_status == none || $context_status == 0 || $context_status == 77 ]] &&
   [[ $peer_status == none || $peer_status == 0 || $peer_status == 77 ]] &&

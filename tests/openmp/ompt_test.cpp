@@ -8,10 +8,13 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "support/run_program.hpp"
@@ -197,6 +200,125 @@ TEST_CASE("target: offload, regions, data operations, submissions") {
   // LLVM 19 has no device tracing interface: said once.
   CHECK(run.result.err.find("offers no device tracing interface") != std::string::npos);
 }
+#endif
+
+#if defined(FERRET_OMPT_CUDA_COLLECTOR_STAND_IN) && FERRET_OMPT_TEST_OTF2
+TEST_CASE("cuda_collector_present: device names and copies are left to CUDA's collector") {
+  // LD_PRELOAD puts a library named libferret_cupti.so in the process, as
+  // CUDA loads the collector at cuInit, before libomptarget's CUDA plugin
+  // initialises a device.
+  ferret::testing::environment variables = llvm_environment();
+  variables.emplace_back("LD_PRELOAD", FERRET_OMPT_CUDA_COLLECTOR_STAND_IN);
+  // A device and no data operation: its name must not come from the OpenMP
+  // collector, though no data operation ever asked whether CUDA's is there.
+  // OTF2 defines every device it is told of (chrome only those with activity).
+  const fs::path directory = fresh_directory("cuda-present-target-only");
+  ferret::testing::environment with_otf2 = variables;
+  with_otf2.emplace_back("FERRET_BACKEND", "otf2");
+  with_otf2.emplace_back("FERRET_OUTPUT", "run");
+  const ferret::testing::program_result only = ferret::testing::run_program(
+      directory, {FERRET_OMPT_TARGET_ONLY_PROGRAM}, with_otf2, std::chrono::minutes{2});
+  INFO("stderr: " << only.err);
+  REQUIRE(only.exit_code == 0);
+  std::ifstream definitions_file{directory / "run" / "traces.def", std::ios::binary};
+  REQUIRE(definitions_file.good());
+  const std::string definitions{std::istreambuf_iterator<char>{definitions_file}, {}};
+  CHECK(definitions.find("target [device 0]") != std::string::npos);
+  CHECK(definitions.find("OpenMP device") == std::string::npos);
+  // Data operations: regions on the host, no copies of the OpenMP collector's.
+  const traced_run mapped = run_traced("cuda-present-target", {FERRET_OMPT_TARGET_PROGRAM}, variables);
+  CHECK(openmp_slices(mapped.trace, "transfer to device") == 1);
+  CHECK(events(mapped.trace, "X", "Memcpy HtoD").empty());
+  CHECK(metadata_count(mapped.trace, "gpu-operations") == 0);
+  for (const auto& [pid, name] : mapped.check.process_names) {
+    CAPTURE(name);
+    CHECK(name.find("OpenMP device") == std::string::npos);
+  }
+}
+#endif
+
+#ifdef FERRET_OMPT_TARGET_LOCATIONS_SOURCE
+namespace {
+
+// The line of each "// construct: <name>" comment in the program's source.
+std::map<std::string, int> construct_lines() {
+  std::ifstream source{FERRET_OMPT_TARGET_LOCATIONS_SOURCE};
+  REQUIRE(source.good());
+  std::map<std::string, int> lines;
+  const std::string marker = "// construct: ";
+  int number = 0;
+  for (std::string line; std::getline(source, line);) {
+    ++number;
+    if (const auto at = line.find(marker); at != std::string::npos) lines[line.substr(at + marker.size())] = number;
+  }
+  return lines;
+}
+
+// Every output locates the target constructs and their data operations at
+// the program's file, in the function they are written in (inlined into
+// main), at the construct's line. `exact`: the compiler recorded the lines
+// (LLVM 22); else (clang 19) the runtime calls of `target data` and `target`
+// have none, and the location must say so (line 0) rather than name another.
+void check_target_locations(const std::string& name, const std::string& program,
+                            const std::string& library_path, bool exact) {
+  const std::map<std::string, int> line = construct_lines();
+  const std::set<int> target_data{line.at("target data"), line.at("target enter data")};
+  // The end of `target data` is left out: even LLVM 22's clang gives its
+  // runtime call the line of the last statement inside the region.
+  const std::map<std::string, std::set<int>> expected{
+      {"target [device 0]", {line.at("target")}},
+      {"target enter data [device 0]", target_data},
+      {"alloc", target_data},
+      {"transfer to device", target_data},
+      {"target update [device 0]", {line.at("target update")}},
+      {"transfer from device", {line.at("target update"), line.at("target exit data")}}};
+  const fs::path directory = fresh_directory(name);
+  const fs::path trace = directory / "run.json";
+  const ferret::testing::program_result ran = ferret::testing::run_program(
+      directory, {program},
+      {{"FERRET_BACKEND", "chrome,tau"}, {"FERRET_OUTPUT", "run"}, {"LD_LIBRARY_PATH", library_path}},
+      std::chrono::minutes{2});
+  INFO("stderr: " << ran.err);
+  REQUIRE(ran.exit_code == 0);
+  std::ifstream in{trace};
+  const json parsed = json::parse(in);
+  std::ifstream profile_file{directory / "run" / "profile.0.0.0"};
+  REQUIRE(profile_file.good());
+  const std::string profile{std::istreambuf_iterator<char>{profile_file}, {}};
+  const std::string source_name = fs::path{FERRET_OMPT_TARGET_LOCATIONS_SOURCE}.filename();
+  for (const auto& [label, lines] : expected) {
+    CAPTURE(label);
+    const json& locations = parsed["metadata"]["source-locations"][label];
+    REQUIRE(locations.is_array());
+    std::set<int> seen;
+    for (const json& location : locations) {
+      CAPTURE(location.dump());
+      const std::string file = location.value("file", "");
+      CHECK(fs::path{file}.filename() == source_name);
+      CHECK(location.value("function", "").rfind("(anonymous namespace)::offload_phase(", 0) == 0);
+      const int at = location.value("line", -1);
+      CHECK((lines.count(at) == 1 || (!exact && at == 0)));
+      seen.insert(at);
+      // TAU's name of the region carries the same file and line.
+      CHECK(profile.find(fmt::format("\n\"{} [{{{}}} {{{},0}}]", label, file, at)) != std::string::npos);
+    }
+    if (exact) CHECK(seen == lines);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("target_locations: target constructs at the user's file and line (clang 19)") {
+  check_target_locations("target-locations", FERRET_OMPT_TARGET_LOCATIONS_PROGRAM, FERRET_LLVM_LIB_DIR,
+                         false);
+}
+
+#ifdef FERRET_OMPT_TARGET_LOCATIONS_PROGRAM_LLVM22
+TEST_CASE("target_locations_llvm22: target constructs at the user's file and line (LLVM 22)") {
+  check_target_locations("target-locations-llvm22", FERRET_OMPT_TARGET_LOCATIONS_PROGRAM_LLVM22,
+                         FERRET_OMPT_LLVM22_LIB_DIR, true);
+}
+#endif
 #endif
 
 TEST_CASE("ferret_run: unmodified binary through ferret-run (OMP_TOOL_LIBRARIES)") {

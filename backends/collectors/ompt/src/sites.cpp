@@ -6,11 +6,12 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
+#include <cstdlib>
 
 #include "ferret/runtime/backend.hpp"  // demangled_kernel_name: the runtime's demangler
 
 #if FERRET_OMPT_HAVE_LIBDW
+#include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #endif
@@ -34,27 +35,78 @@ struct symbolizer::state {
 namespace {
 // libdw finds an address's compilation unit through .debug_aranges, which
 // clang does not emit: then each unit's address ranges are asked in turn.
-void line_by_unit_scan(Dwfl_Module* module, Dwarf_Addr address, source_location& where) {
-  Dwarf_Addr bias = 0;
+bool unit_of(Dwfl_Module* module, Dwarf_Addr address, Dwarf_Die& unit, Dwarf_Addr& bias) {
+  if (Dwarf_Die* found = dwfl_module_addrdie(module, address, &bias)) {
+    unit = *found;
+    return true;
+  }
   Dwarf* dwarf = dwfl_module_getdwarf(module, &bias);
-  if (dwarf == nullptr) return;
-  const Dwarf_Addr unbiased = address - bias;
+  if (dwarf == nullptr) return false;
   Dwarf_Off offset = 0;
   Dwarf_Off next = 0;
   std::size_t header_size = 0;
   while (dwarf_nextcu(dwarf, offset, &next, &header_size, nullptr, nullptr, nullptr) == 0) {
-    Dwarf_Die unit;
     if (dwarf_offdie(dwarf, offset + header_size, &unit) != nullptr &&
-        dwarf_haspc(&unit, unbiased) > 0) {
-      if (Dwarf_Line* line = dwarf_getsrc_die(&unit, unbiased)) {
-        int number = 0;
-        if (const char* file = dwarf_linesrc(line, nullptr, nullptr)) where.file = file;
-        if (dwarf_lineno(line, &number) == 0) where.line = static_cast<std::uint32_t>(std::max(number, 0));
-      }
-      return;
-    }
+        dwarf_haspc(&unit, address - bias) > 0)
+      return true;
     offset = next;
   }
+  return false;
+}
+
+bool artificial(Dwarf_Die& die) {
+  Dwarf_Attribute attribute;
+  bool flag = false;
+  return dwarf_attr_integrate(&die, DW_AT_artificial, &attribute) != nullptr &&
+         dwarf_formflag(&attribute, &flag) == 0 && flag;
+}
+
+const char* string_attribute(Dwarf_Die& die, unsigned int name) {
+  Dwarf_Attribute attribute;
+  return dwarf_attr_integrate(&die, name, &attribute) != nullptr ? dwarf_formstring(&attribute) : nullptr;
+}
+
+// The source line of `address` from the line table, and the function the
+// code there belongs to: the innermost inlined function written by someone
+// (not one the compiler made up, like an outlined OpenMP region, which the
+// symbol table names better), else the symbol's own.
+//
+// A row of line 0 says the compiler recorded no line for that code (clang 19
+// emits the runtime calls of `target` and `target data` without one); its
+// file is only left over from the row before it, often an inlined header. Such
+// an address gets the file of its function and no line (0).
+void locate_in_dwarf(Dwfl_Module* module, Dwarf_Addr address, source_location& where) {
+  Dwarf_Die unit;
+  Dwarf_Addr bias = 0;
+  if (!unit_of(module, address, unit, bias)) return;
+  const Dwarf_Addr unbiased = address - bias;
+  if (Dwarf_Line* line = dwarf_getsrc_die(&unit, unbiased)) {
+    int number = 0;
+    if (dwarf_lineno(line, &number) == 0 && number > 0) {
+      if (const char* file = dwarf_linesrc(line, nullptr, nullptr)) {
+        where.file = file;
+        where.line = static_cast<std::uint32_t>(number);
+      }
+    }
+  }
+  Dwarf_Die* scopes = nullptr;
+  const int count = dwarf_getscopes(&unit, unbiased, &scopes);
+  Dwarf_Die* function = nullptr;
+  for (int i = 0; i < count && function == nullptr; ++i) {
+    const int tag = dwarf_tag(&scopes[i]);
+    if (tag == DW_TAG_inlined_subroutine && !artificial(scopes[i])) function = &scopes[i];
+    if (tag == DW_TAG_subprogram) function = &scopes[i];
+  }
+  if (function != nullptr) {
+    if (dwarf_tag(function) == DW_TAG_inlined_subroutine) {
+      const char* linkage = string_attribute(*function, DW_AT_linkage_name);
+      const char* name = linkage != nullptr ? linkage : string_attribute(*function, DW_AT_name);
+      if (name != nullptr) where.function = runtime::demangled_kernel_name(name);
+    }
+    if (where.file.empty())
+      if (const char* file = dwarf_decl_file(function)) where.file = file;
+  }
+  free(scopes);
 }
 }  // namespace
 #endif
@@ -94,15 +146,7 @@ source_location symbolizer::locate(const void* return_address) {
     if (Dwfl_Module* module = dwfl_addrmodule(state_->dwfl, address)) {
       if (const char* symbol = dwfl_module_addrname(module, address))
         where.function = runtime::demangled_kernel_name(symbol);
-      if (Dwfl_Line* line = dwfl_module_getsrc(module, address)) {
-        int number = 0;
-        if (const char* file = dwfl_lineinfo(line, nullptr, &number, nullptr, nullptr, nullptr)) {
-          where.file = file;
-          where.line = static_cast<std::uint32_t>(std::max(number, 0));
-        }
-      } else {
-        line_by_unit_scan(module, address, where);
-      }
+      locate_in_dwarf(module, address, where);
     }
   }
   if (!where.function.empty()) return where;

@@ -238,6 +238,7 @@ class openmp_collector final : public runtime::collector {
                      void* source, int source_device, void* destination, int destination_device,
                      std::size_t bytes);
   bool forward_data_ops(int device_num);
+  bool cuda_collector_loaded();
   void trace_buffer_completed(int device_num, ompt_buffer_t* buffer, std::size_t bytes,
                               ompt_buffer_cursor_t begin, int buffer_owned);
 
@@ -281,7 +282,7 @@ class openmp_collector final : public runtime::collector {
   trace_counts trace_counts_{};
   std::uint64_t data_ops_ = 0;
   std::atomic<std::uint64_t> trace_buffers_refused_{0};
-  int cuda_collector_loaded_ = -1;  // unknown until the first data operation
+  int cuda_collector_loaded_ = -1;  // unknown until the first device or data operation
   std::atomic<bool> said_no_tracing_{false};
 };
 
@@ -710,6 +711,8 @@ void openmp_collector::device_initialized(int device_num, const char* type, ompt
   info.id = static_cast<std::uint32_t>(std::max(device_num, 0));
   info.name = fmt::format("OpenMP device {} ({})", device_num, type != nullptr ? type : "unknown");
   std::lock_guard lock{devices_mutex_};
+  // Settled now, before any drain can hand the device's name over (collect()).
+  cuda_collector_loaded();
   devices_.push_back(state);
   new_devices_.push_back(std::move(info));
 }
@@ -737,15 +740,24 @@ void openmp_collector::device_finalized(int device_num) {
 // count every byte twice.
 bool openmp_collector::forward_data_ops(int device_num) {
   std::lock_guard lock{devices_mutex_};
+  if (cuda_collector_loaded()) return false;
+  for (const device_state& state : devices_)
+    if (state.number == device_num && state.traced) return false;
+  return true;
+}
+
+// Whether CUDA's collector is in the process, asked once (devices_mutex_
+// held): at the first device, since CUDA loads it at cuInit, before
+// libomptarget's CUDA plugin initialises a device. Its devices are CUPTI's to
+// name (CUDA's numbering and names); a drain between a device's initialisation
+// and its first data operation must not name it "OpenMP device N" meanwhile.
+bool openmp_collector::cuda_collector_loaded() {
   if (cuda_collector_loaded_ < 0) {
     void* cuda = dlopen("libferret_cupti.so", RTLD_NOLOAD | RTLD_LAZY);
     cuda_collector_loaded_ = cuda != nullptr ? 1 : 0;
     if (cuda != nullptr) dlclose(cuda);
   }
-  if (cuda_collector_loaded_ == 1) return false;
-  for (const device_state& state : devices_)
-    if (state.number == device_num && state.traced) return false;
-  return true;
+  return cuda_collector_loaded_ == 1;
 }
 
 void openmp_collector::data_op_ended(ompt_target_data_op_t optype, const open_region& region,
