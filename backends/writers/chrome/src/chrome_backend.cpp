@@ -162,13 +162,6 @@ void append_key(std::string& out, std::string_view key) {
   out.push_back(':');
 }
 
-// Two names denote the same region when they are the same record, or when
-// they carry the same text: begin("x") and end("x") in different translation
-// units may intern to different records.
-bool same_region(const name_info* a, const name_info* b) noexcept {
-  return a == b || (a->name == b->name && a->domain == b->domain);
-}
-
 struct frame {
   const name_info* name;
   std::int64_t begin_ns;
@@ -325,10 +318,7 @@ class chrome_backend final : public runtime::backend {
     for (std::size_t i = 0; i < count; ++i) {
       const record& r = records[i];
       switch (r.kind) {
-        case record_kind::region_begin:
-          if (state.stack.size() >= perfetto_max_depth) ++regions_too_deep_;
-          state.stack.push_back(frame{r.name, r.time_ns});
-          break;
+        case record_kind::region_begin: begin_region(state, r); break;
         case record_kind::region_end: end_region(state, r); break;
         case record_kind::mark: append_mark(state, r); break;
         case record_kind::counter: append_counter(r); break;
@@ -361,7 +351,7 @@ class chrome_backend final : public runtime::backend {
   void flush(const session_status& status) override {
     if (closed_) return;
     remember_status(status);
-    if (status.final) finish_open_intervals();
+    if (status.final) finish_open_objects();
     write_out();
     if (status.final) {
       guard_.finish();
@@ -566,51 +556,55 @@ class chrome_backend final : public runtime::backend {
     return state;
   }
 
-  // `note` goes into args.ferret; it marks slices whose end ferret supplied.
+  // A slice whose end the runtime supplied says why in args.ferret.
+  static const char* note(runtime::region_close closed) noexcept {
+    switch (closed) {
+      case runtime::region_close::by_program: break;
+      case runtime::region_close::at_exit: return "closed at exit";
+      case runtime::region_close::by_outer_end: return "closed by unbalanced end";
+    }
+    return nullptr;
+  }
+
   // The writer's inner loop: two copies of preformatted pieces and two numbers.
   // Inlined into the usual region end (its call would cost more than its body
   // saves in code size).
-  __attribute__((always_inline)) void append_complete(thread_state& thread, const frame& open,
-                                                      std::int64_t end_ns, const char* note) {
-    const block_text& prefix = complete_prefix_for(thread, open.name);
-    char* out =
-        start_fast_event(prefix.size() + (note != nullptr ? std::strlen(note) + 16 : 0));
+  __attribute__((always_inline)) void append_complete(thread_state& thread, const name_info* name,
+                                                      std::int64_t begin_ns, std::int64_t end_ns,
+                                                      runtime::region_close closed) {
+    const block_text& prefix = complete_prefix_for(thread, name);
+    const char* const why = note(closed);
+    char* out = start_fast_event(prefix.size() + (why != nullptr ? std::strlen(why) + 16 : 0));
     out = prefix.copy_to(out);
-    out = timestamps_.write(out, open.begin_ns);
+    out = timestamps_.write(out, begin_ns);
     out = put(out, ",\"dur\":");
     // Per-thread records are in time order, so this only guards against a
     // clock that stepped back: a negative dur would be rejected.
-    out = microsecond_writer::write_duration(out, std::max<std::int64_t>(end_ns - open.begin_ns, 0));
-    if (note != nullptr) {  // ferret's own notes need no escaping
+    out = microsecond_writer::write_duration(out, std::max<std::int64_t>(end_ns - begin_ns, 0));
+    if (why != nullptr) {  // ferret's own notes need no escaping
       out = put(out, ",\"args\":{\"ferret\":\"");
-      out = put(out, note);
+      out = put(out, why);
       out = put(out, "\"}");
     }
     *out++ = '}';
     end_fast_event(out);
   }
 
+  void begin_region(thread_state& thread, const record& begin) {
+    std::vector<frame>& stack = thread.stack;
+    if (stack.size() >= perfetto_max_depth) ++regions_too_deep_;
+    stack.push_back(frame{begin.name, begin.time_ns});
+  }
+
+  // Ends the innermost open region: the runtime delivers nested records (see
+  // runtime::record), so an end never needs a search. One that comes with no
+  // region open (a backend driven without the runtime) is ignored.
   void end_region(thread_state& thread, const record& end) {
     std::vector<frame>& stack = thread.stack;
-    if (!stack.empty() && stack.back().name == end.name) {  // the usual case
-      append_complete(thread, stack.back(), end.time_ns, nullptr);
-      stack.pop_back();
-      return;
-    }
-    std::size_t match = stack.size();  // one past the matching frame
-    while (match > 0 && !same_region(stack[match - 1].name, end.name)) --match;
-    if (match == 0) {
-      ++unmatched_region_ends_;
-      return;
-    }
-    if (match < stack.size()) {
-      // Close the frames opened inside it here, so that slices still nest.
-      ++unbalanced_region_ends_;
-      for (std::size_t k = stack.size(); k > match; --k)
-        append_complete(thread, stack[k - 1], end.time_ns, "closed by unbalanced end");
-    }
-    append_complete(thread, stack[match - 1], end.time_ns, nullptr);
-    stack.resize(match - 1);
+    if (stack.empty()) return;
+    const frame open = stack.back();
+    stack.pop_back();
+    append_complete(thread, open.name, open.begin_ns, end.time_ns, end.closed);
   }
 
   // Inline: once per region; the first use of a name on a thread goes out of line.
@@ -969,15 +963,9 @@ class chrome_backend final : public runtime::backend {
     end_event();
   }
 
-  // At the final flush: what is still open ends at the session's end.
-  void finish_open_intervals() {
-    for (auto& [tid, state] : threads_) {
-      for (std::size_t k = state.stack.size(); k > 0; --k) {
-        append_complete(state, state.stack[k - 1], end_ns_, "unfinished");
-        ++unfinished_regions_;
-      }
-      state.stack.clear();
-    }
+  // At the final flush: data objects still registered end at the session's
+  // end. (Regions are ended by the runtime, see runtime::record.)
+  void finish_open_objects() {
     for (const auto& [id, live] : live_) append_object_end(id, live, end_ns_);
     live_.clear();
   }
@@ -1113,10 +1101,8 @@ class chrome_backend final : public runtime::backend {
                    session_.start_monotonic_raw_ns);
     out.append(status_metadata_);
     fmt::format_to(std::back_inserter(out),
-                   ",\"unbalanced-region-ends\":{},\"unmatched-region-ends\":{}"
-                   ",\"unfinished-regions\":{},\"nonfinite-counter-samples\":{}"
+                   ",\"nonfinite-counter-samples\":{}"
                    ",\"gpu-operations-written\":{},\"gpu-operations-written-without-launch\":{}",
-                   unbalanced_region_ends_, unmatched_region_ends_, unfinished_regions_,
                    nonfinite_counter_samples_, gpu_operations_, gpu_operations_without_launch_);
     if (gpu_operations_overlapping_on_track_ != 0)
       fmt::format_to(std::back_inserter(out), ",\"gpu-operations-overlapping-on-track\":{}",
@@ -1173,9 +1159,6 @@ class chrome_backend final : public runtime::backend {
   std::uint64_t flows_ = 0;                   // launch flows written: the last flow id
   std::uint64_t synchronizations_ = 0;        // the last synchronization's async id
 
-  std::uint64_t unbalanced_region_ends_ = 0;
-  std::uint64_t unmatched_region_ends_ = 0;
-  std::uint64_t unfinished_regions_ = 0;
   std::uint64_t nonfinite_counter_samples_ = 0;
   std::uint64_t regions_too_deep_ = 0;  // begun deeper than perfetto_max_depth
   std::uint64_t gpu_operations_ = 0;
