@@ -162,9 +162,26 @@ void append_key(std::string& out, std::string_view key) {
   out.push_back(':');
 }
 
+// An open region. A region that begins when its parent does ("held") must
+// follow the parent in the file: Perfetto nests complete events of equal ts in
+// file order (older importers always, current ones when their durations are
+// equal too), while this writer learns of a region at its end, before its
+// parent's. So a held region has a slot in its thread's `held` list from its
+// begin, and the slots are written after the first region above them that is
+// not held, in begin order: parent first.
 struct frame {
   const name_info* name;
   std::int64_t begin_ns;
+  std::uint32_t held_from;  // not held: where its held descendants start; held: its slot
+  bool held;
+};
+
+// A region that waits for its parent to be written (see frame).
+struct held_region {
+  const name_info* name;
+  std::int64_t begin_ns;
+  std::int64_t end_ns;
+  runtime::region_close closed;
 };
 
 // Text copied into every event of its kind, stored so that it can be copied
@@ -208,6 +225,7 @@ struct thread_state {
   std::string ids;     // "pid":P,"tid":T — the same in all of its events
   std::string ids_ts;  // "pid":P,"tid":T,"ts":
   std::vector<frame> stack;
+  std::vector<held_region> held;  // see frame
   std::vector<complete_prefix> complete_prefixes;  // by name_info::id
 };
 
@@ -593,7 +611,10 @@ class chrome_backend final : public runtime::backend {
   void begin_region(thread_state& thread, const record& begin) {
     std::vector<frame>& stack = thread.stack;
     if (stack.size() >= perfetto_max_depth) ++regions_too_deep_;
-    stack.push_back(frame{begin.name, begin.time_ns});
+    const bool held = !stack.empty() && stack.back().begin_ns == begin.time_ns;
+    const auto slot = static_cast<std::uint32_t>(thread.held.size());
+    if (held) thread.held.push_back(held_region{begin.name, begin.time_ns, begin.time_ns, {}});
+    stack.push_back(frame{begin.name, begin.time_ns, slot, held});
   }
 
   // Ends the innermost open region: the runtime delivers nested records (see
@@ -604,7 +625,19 @@ class chrome_backend final : public runtime::backend {
     if (stack.empty()) return;
     const frame open = stack.back();
     stack.pop_back();
+    if (open.held) {
+      held_region& waiting = thread.held[open.held_from];
+      waiting.end_ns = end.time_ns;
+      waiting.closed = end.closed;
+      return;
+    }
     append_complete(thread, open.name, open.begin_ns, end.time_ns, end.closed);
+    if (thread.held.size() == open.held_from) return;  // the usual case
+    for (std::size_t k = open.held_from; k < thread.held.size(); ++k) {
+      const held_region& waiting = thread.held[k];
+      append_complete(thread, waiting.name, waiting.begin_ns, waiting.end_ns, waiting.closed);
+    }
+    thread.held.resize(open.held_from);
   }
 
   // Inline: once per region; the first use of a name on a thread goes out of line.
