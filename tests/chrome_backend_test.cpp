@@ -19,6 +19,7 @@
 #include <fstream>
 #include <initializer_list>
 #include <limits>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <stdexcept>
@@ -331,7 +332,10 @@ TEST_CASE("marks are instants on their thread") {
     if (e.at("name") == "step") CHECK(e.at("tid") == test_pid);
 }
 
-TEST_CASE("counters are C events; non-finite samples are skipped and counted") {
+// A counter recorded on a thread is that thread's series: Perfetto puts C events
+// of one name on one process-wide track, so each thread's samples carry an id
+// (the thread's), which gives them a track of their own.
+TEST_CASE("counters are C events, one track per thread; non-finite samples are skipped and counted") {
   fixture f;
   const auto* residual = f.names.add("residual", "solver");
   const auto* depth = f.names.add("queue depth");
@@ -347,10 +351,17 @@ TEST_CASE("counters are C events; non-finite samples are skipped and counted") {
   CHECK(report.name_counts.at("residual") == 2);
   CHECK(report.metadata.at("nonfinite-counter-samples") == 3);
 
+  using track = std::pair<std::uint64_t, std::string>;
+  CHECK(report.counter_tracks ==
+        std::map<track, std::size_t>{{{test_pid, "residual id: 4242 value"}, 2},
+                                     {{test_pid, "queue depth id: 4242 value"}, 1},
+                                     {{test_pid, "queue depth id: 4243 value"}, 1}});
+
   const json doc = parse_file(f.path);
   std::vector<double> residuals;
   for (const json& c : events_of(doc, "C")) {
     CHECK(c.at("pid") == test_pid);
+    CHECK(c.at("id") == std::to_string(c.at("tid").get<std::uint64_t>()));
     if (c.at("name") == "residual") {
       CHECK(c.at("cat") == "solver");
       residuals.push_back(c.at("args").at("value").get<double>());

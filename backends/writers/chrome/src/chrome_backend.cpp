@@ -220,13 +220,24 @@ struct complete_prefix {
   block_text text;  // {"ph":"X","name":"...","pid":P,"tid":T,"ts":
 };
 
+// The start of a thread's samples of one counter, up to the timestamp. A
+// counter recorded on a thread is that thread's series: the id gives it a track
+// of its own in Perfetto ("<name> id: <tid> value"), where counter events of one
+// name and no id share one process-wide track.
+struct counter_prefix {
+  const name_info* source = nullptr;
+  std::string text;  // {"ph":"C","name":"...","pid":P,"tid":T,"id":"T","ts":
+};
+
 struct thread_state {
+  std::uint64_t tid = 0;
   std::string name;    // as last written in its thread_name event
   std::string ids;     // "pid":P,"tid":T — the same in all of its events
   std::string ids_ts;  // "pid":P,"tid":T,"ts":
   std::vector<frame> stack;
   std::vector<held_region> held;  // see frame
   std::vector<complete_prefix> complete_prefixes;  // by name_info::id
+  std::vector<counter_prefix> counter_prefixes;    // by name_info::id
 };
 
 // The escaped, preformatted pieces of a name, built once per name_info::id.
@@ -237,7 +248,6 @@ struct name_entry {
   std::string name_cat;         // "name":"...","cat":"..." (no cat for the default domain)
   std::string complete_prefix;  // {"ph":"X","name":"...",
   std::string instant_prefix;   // {"ph":"i","s":"t","name":"...",
-  std::string counter_prefix;   // {"ph":"C","name":"...","pid":P,"ts":
 };
 
 struct live_object {
@@ -339,7 +349,7 @@ class chrome_backend final : public runtime::backend {
         case record_kind::region_begin: begin_region(state, r); break;
         case record_kind::region_end: end_region(state, r); break;
         case record_kind::mark: append_mark(state, r); break;
-        case record_kind::counter: append_counter(r); break;
+        case record_kind::counter: append_counter(state, r); break;
       }
     }
   }
@@ -492,8 +502,6 @@ class chrome_backend final : public runtime::backend {
     }
     entry.complete_prefix.assign(R"({"ph":"X",)").append(entry.name_cat).push_back(',');
     entry.instant_prefix.assign(R"({"ph":"i","s":"t",)").append(entry.name_cat).push_back(',');
-    entry.counter_prefix.assign(R"({"ph":"C",)").append(entry.name_cat);
-    fmt::format_to(std::back_inserter(entry.counter_prefix), ",\"pid\":{},\"ts\":", session_.pid);
     remember_location(*name);
     return entry;
   }
@@ -545,6 +553,7 @@ class chrome_backend final : public runtime::backend {
     auto [it, inserted] = threads_.try_emplace(thread.tid);
     thread_state& state = it->second;
     if (inserted) {
+      state.tid = thread.tid;
       state.ids = fmt::format("\"pid\":{},\"tid\":{}", session_.pid, thread.tid);
       state.ids_ts = state.ids + ",\"ts\":";
       // The main thread first, the others in Perfetto's default order.
@@ -657,6 +666,19 @@ class chrome_backend final : public runtime::backend {
     return prefix.text;
   }
 
+  const std::string& counter_prefix_for(thread_state& thread, const name_info* name) {
+    std::vector<counter_prefix>& prefixes = thread.counter_prefixes;
+    if (name->id >= prefixes.size()) prefixes.resize(std::size_t{name->id} + 1);
+    counter_prefix& prefix = prefixes[name->id];
+    if (prefix.source != name) {
+      prefix.source = name;
+      prefix.text.assign(R"({"ph":"C",)").append(entry_for(name).name_cat);
+      fmt::format_to(std::back_inserter(prefix.text), R"(,{},"id":"{}","ts":)", thread.ids,
+                     thread.tid);
+    }
+    return prefix.text;
+  }
+
   // A message's two ends as thread instants (category "mpi-message"): the
   // send where it was posted, the receive where it completed. ferret-merge
   // joins them into flows across the ranks' traces.
@@ -689,14 +711,14 @@ class chrome_backend final : public runtime::backend {
     end_fast_event(out);
   }
 
-  void append_counter(const record& sample) {
+  void append_counter(thread_state& thread, const record& sample) {
     if (!std::isfinite(sample.value)) {
       ++nonfinite_counter_samples_;  // JSON numbers cannot express it
       return;
     }
-    const name_entry& entry = entry_for(sample.name);
-    char* out = start_fast_event(entry.counter_prefix.size());
-    out = put(out, entry.counter_prefix);
+    const std::string& prefix = counter_prefix_for(thread, sample.name);
+    char* out = start_fast_event(prefix.size());
+    out = put(out, prefix);
     out = timestamps_.write(out, sample.time_ns);
     out = put(out, ",\"args\":{\"value\":");
     out = fmt::format_to(out, "{}", sample.value);  // shortest round-trip form
