@@ -80,14 +80,15 @@ class byte_buffer {
   void advance_to(char* end) noexcept { cursor_ = end; }
   const char* data() const noexcept { return storage_.get(); }
   std::size_t size() const noexcept { return static_cast<std::size_t>(cursor_ - storage_.get()); }
-  bool full() const noexcept { return size() >= batch_bytes; }
   void clear() noexcept { cursor_ = storage_.get(); }
 
   /// Makes sure `bytes` more fit after the cursor.
   void reserve(std::size_t bytes) {
     if (static_cast<std::size_t>(end_ - cursor_) >= bytes) return;
     const std::size_t used = size();
-    const std::size_t capacity = used + bytes + batch_slack;
+    // Doubling: a batch grows as large as the trailer (see write_threshold_).
+    const std::size_t capacity =
+        std::max(used + bytes + batch_slack, 2 * static_cast<std::size_t>(end_ - storage_.get()));
     auto grown = std::make_unique<char[]>(capacity);
     std::memcpy(grown.get(), storage_.get(), used);
     storage_ = std::move(grown);
@@ -380,7 +381,9 @@ class chrome_backend final : public runtime::backend {
     if (closed_) return;
     remember_status(status);
     if (status.final) finish_open_objects();
-    write_out();
+    // A batch smaller than a large trailer waits for more events (see
+    // write_threshold_); the final flush writes whatever is left.
+    if (status.final || out_.size() >= flush_threshold()) write_out();
     if (status.final) {
       guard_.finish();
       if (::close(fd_) != 0) fail(errno, "close");
@@ -468,7 +471,7 @@ class chrome_backend final : public runtime::backend {
   void commit_text() {
     out_.append(text_);
     text_.clear();
-    if (out_.full()) write_out();
+    if (out_.size() >= write_threshold_) write_out();
   }
 
   // Starts a region, mark or counter event in the batch: the separator from
@@ -485,7 +488,7 @@ class chrome_backend final : public runtime::backend {
 
   void end_fast_event(char* end) {
     out_.advance_to(end);
-    if (out_.full()) write_out();
+    if (out_.size() >= write_threshold_) write_out();
   }
 
   const name_entry& entry_for(const name_info* name) {
@@ -1092,13 +1095,14 @@ class chrome_backend final : public runtime::backend {
     fmt::format_to(std::back_inserter(status_metadata_),
                    ",\"events-recorded\":{},\"events-dropped\":{}", status.events_recorded,
                    status.events_dropped);
+    // Escaped again only when changed: it may be large, and flushes are frequent.
+    if (status.user_metadata == nullptr || *status.user_metadata == user_metadata_) return;
+    user_metadata_ = *status.user_metadata;
     run_metadata_.clear();
-    if (status.user_metadata != nullptr) {
-      for (const auto& [key, value] : *status.user_metadata) {
-        if (!run_metadata_.empty()) run_metadata_.push_back(',');
-        append_key(run_metadata_, key);
-        append_value(run_metadata_, value);
-      }
+    for (const auto& [key, value] : user_metadata_) {
+      if (!run_metadata_.empty()) run_metadata_.push_back(',');
+      append_key(run_metadata_, key);
+      append_value(run_metadata_, value);
     }
   }
 
@@ -1133,7 +1137,15 @@ class chrome_backend final : public runtime::backend {
       fail(errno, "truncate");
       return false;
     }
+    write_threshold_ = std::max(batch_bytes, trailer.size());
     return true;
+  }
+
+  // The batch a flush writes at least: any, unless the trailer is larger than
+  // a full batch (a large metadata value, many source locations); then as
+  // much as the trailer, as between flushes.
+  std::size_t flush_threshold() const noexcept {
+    return write_threshold_ > batch_bytes ? write_threshold_ : 0;
   }
 
   void format_trailer() {
@@ -1186,8 +1198,15 @@ class chrome_backend final : public runtime::backend {
 
   std::string status_metadata_;  // runtime metadata and event counts, from the last flush
   std::string run_metadata_;     // user metadata (the "run" object's members)
+  runtime::metadata_list user_metadata_;  // what run_metadata_ was made from
 
   byte_buffer out_;         // the batch: events not yet written
+  // The batch is written (with a trailer after it) once it holds this much:
+  // batch_bytes, or the trailer's size when that is larger. Every write
+  // rewrites the trailer, so the trailer's bytes never outgrow the events'
+  // however large the metadata: a 16 MiB value once made 9.28 GB of writes
+  // for a 168 MB trace.
+  std::size_t write_threshold_ = batch_bytes;
   microsecond_writer timestamps_;  // ts of regions, marks and counters
   std::string text_;        // a rare event being formatted, or the trailer
   off_t events_end_ = 0;    // file offset after the last written event = trailer start
