@@ -248,11 +248,14 @@ TEST_CASE("a region and a child that begin together are written parent first") {
   const auto* sibling = f.names.add("sibling");
   const auto* later = f.names.add("later");
   const auto* grandchild = f.names.add("grandchild");
+  const auto* its_child = f.names.add("its child");
   // outer [1000, 9000] > first [1000, 5000] > same [1000, 5000] (equal durations
-  // too) > grandchild [2000, 3000]; then empty [6000, 6000] and sibling
-  // [6000, 7000] begin together inside later [6000, 8000].
+  // too) > grandchild [2000, 3000] > its child [2000, 2500], which waits for
+  // grandchild only; then empty [6000, 6000] and sibling [6000, 7000] begin
+  // together inside later [6000, 8000].
   f.feed(f.main_thread, {begin(1'000, outer), begin(1'000, first), begin(1'000, same),
-                         begin(2'000, grandchild), end(3'000, grandchild)});
+                         begin(2'000, grandchild), begin(2'000, its_child), end(2'500, its_child),
+                         end(3'000, grandchild)});
   f.flush(false);  // across drains: what waits stays out of the file until its parent ends
   f.feed(f.main_thread, {end(5'000, same), end(5'000, first), begin(6'000, later),
                          begin(6'000, empty), end(6'000, empty), begin(6'000, sibling),
@@ -260,7 +263,7 @@ TEST_CASE("a region and a child that begin together are written parent first") {
   f.flush(true);
 
   const check::report report = checked(f.path);
-  CHECK(report.phase_counts.at("X") == 7);
+  CHECK(report.phase_counts.at("X") == 8);
   const json doc = parse_file(f.path);
   CHECK(index_of(doc, "X", "outer") < index_of(doc, "X", "first"));
   CHECK(index_of(doc, "X", "first") < index_of(doc, "X", "same"));
@@ -268,8 +271,10 @@ TEST_CASE("a region and a child that begin together are written parent first") {
   CHECK(index_of(doc, "X", "empty") < index_of(doc, "X", "sibling"));
   CHECK(the_event(doc, "X", "same").at("dur").get<double>() == 4.0);
   CHECK(the_event(doc, "X", "empty").at("dur").get<double>() == 0.0);
-  // A child that begins after its parent is written at its end, as always.
-  CHECK(index_of(doc, "X", "grandchild") < index_of(doc, "X", "outer"));
+  // A child that begins after its parent is written at its end, as always, and
+  // what waits for it right after it.
+  CHECK(index_of(doc, "X", "grandchild") < index_of(doc, "X", "its child"));
+  CHECK(index_of(doc, "X", "its child") < index_of(doc, "X", "outer"));
 }
 
 TEST_CASE("timestamps are microseconds with exactly three decimals") {

@@ -163,26 +163,30 @@ void append_key(std::string& out, std::string_view key) {
   out.push_back(':');
 }
 
-// An open region. A region that begins when its parent does ("held") must
-// follow the parent in the file: Perfetto nests complete events of equal ts in
-// file order (older importers always, current ones when their durations are
-// equal too), while this writer learns of a region at its end, before its
-// parent's. So a held region has a slot in its thread's `held` list from its
-// begin, and the slots are written after the first region above them that is
-// not held, in begin order: parent first.
 struct frame {
   const name_info* name;
   std::int64_t begin_ns;
-  std::uint32_t held_from;  // not held: where its held descendants start; held: its slot
-  bool held;
 };
 
-// A region that waits for its parent to be written (see frame).
+// A region that begins when its parent does ("held") must follow the parent
+// in the file: Perfetto nests complete events of equal ts in file order (older
+// importers always, current ones when their durations are equal too), while
+// this writer learns of a region at its end, before its parent's. So a held
+// region has a slot in its thread's `held` list from its begin, and the slots
+// are written after their owner, the innermost open region that is not held,
+// in begin order: parent first.
 struct held_region {
   const name_info* name;
   std::int64_t begin_ns;
   std::int64_t end_ns;
+  std::size_t owner_depth;  // the owner's depth (1: outermost)
   runtime::region_close closed;
+};
+
+// An open held region (rare, so kept beside the stack rather than in every frame).
+struct open_held {
+  std::size_t depth;  // its depth (1: outermost)
+  std::size_t slot;   // in `held`
 };
 
 // Text copied into every event of its kind, stored so that it can be copied
@@ -236,7 +240,8 @@ struct thread_state {
   std::string ids;     // "pid":P,"tid":T — the same in all of its events
   std::string ids_ts;  // "pid":P,"tid":T,"ts":
   std::vector<frame> stack;
-  std::vector<held_region> held;  // see frame
+  std::vector<held_region> held;   // see held_region
+  std::vector<open_held> held_open;  // innermost last
   std::vector<complete_prefix> complete_prefixes;  // by name_info::id
   std::vector<counter_prefix> counter_prefixes;    // by name_info::id
 };
@@ -602,18 +607,18 @@ class chrome_backend final : public runtime::backend {
   __attribute__((always_inline)) void append_complete(thread_state& thread, const name_info* name,
                                                       std::int64_t begin_ns, std::int64_t end_ns,
                                                       runtime::region_close closed) {
+    constexpr std::size_t note_bytes = 64;  // ,"args":{"ferret":"<note>"}
     const block_text& prefix = complete_prefix_for(thread, name);
-    const char* const why = note(closed);
-    char* out = start_fast_event(prefix.size() + (why != nullptr ? std::strlen(why) + 16 : 0));
+    char* out = start_fast_event(prefix.size() + note_bytes);
     out = prefix.copy_to(out);
     out = timestamps_.write(out, begin_ns);
     out = put(out, ",\"dur\":");
     // Per-thread records are in time order, so this only guards against a
     // clock that stepped back: a negative dur would be rejected.
     out = microsecond_writer::write_duration(out, std::max<std::int64_t>(end_ns - begin_ns, 0));
-    if (why != nullptr) {  // ferret's own notes need no escaping
+    if (closed != runtime::region_close::by_program) {  // ferret's notes need no escaping
       out = put(out, ",\"args\":{\"ferret\":\"");
-      out = put(out, why);
+      out = put(out, note(closed));
       out = put(out, "\"}");
     }
     *out++ = '}';
@@ -623,10 +628,18 @@ class chrome_backend final : public runtime::backend {
   void begin_region(thread_state& thread, const record& begin) {
     std::vector<frame>& stack = thread.stack;
     if (stack.size() >= perfetto_max_depth) ++regions_too_deep_;
-    const bool held = !stack.empty() && stack.back().begin_ns == begin.time_ns;
-    const auto slot = static_cast<std::uint32_t>(thread.held.size());
-    if (held) thread.held.push_back(held_region{begin.name, begin.time_ns, begin.time_ns, {}});
-    stack.push_back(frame{begin.name, begin.time_ns, slot, held});
+    if (!stack.empty() && stack.back().begin_ns == begin.time_ns) hold(thread, begin);
+    stack.push_back(frame{begin.name, begin.time_ns});
+  }
+
+  // Gives the region that begins now, with its parent, a slot in `held`.
+  __attribute__((noinline)) void hold(thread_state& thread, const record& begin) {
+    // Its owner: the parent, or the parent's owner when the parent is held too.
+    const std::size_t parent = thread.stack.size();
+    const bool parent_held = !thread.held_open.empty() && thread.held_open.back().depth == parent;
+    const std::size_t owner = parent_held ? thread.held[thread.held_open.back().slot].owner_depth : parent;
+    thread.held_open.push_back(open_held{parent + 1, thread.held.size()});
+    thread.held.push_back(held_region{begin.name, begin.time_ns, begin.time_ns, owner, {}});
   }
 
   // Ends the innermost open region: the runtime delivers nested records (see
@@ -635,21 +648,35 @@ class chrome_backend final : public runtime::backend {
   void end_region(thread_state& thread, const record& end) {
     std::vector<frame>& stack = thread.stack;
     if (stack.empty()) return;
-    const frame open = stack.back();
+    if (!thread.held.empty()) return end_with_held(thread, end);
+    const frame& open = stack.back();  // the usual case: nothing waits
+    append_complete(thread, open.name, open.begin_ns, end.time_ns, end.closed);
     stack.pop_back();
-    if (open.held) {
-      held_region& waiting = thread.held[open.held_from];
+  }
+
+  __attribute__((noinline)) void end_with_held(thread_state& thread, const record& end) {
+    std::vector<frame>& stack = thread.stack;
+    const frame& open = stack.back();
+    if (!thread.held_open.empty() && thread.held_open.back().depth == stack.size()) {
+      held_region& waiting = thread.held[thread.held_open.back().slot];
       waiting.end_ns = end.time_ns;
       waiting.closed = end.closed;
-      return;
+      thread.held_open.pop_back();
+    } else {
+      append_complete(thread, open.name, open.begin_ns, end.time_ns, end.closed);
+      write_held(thread, stack.size());
     }
-    append_complete(thread, open.name, open.begin_ns, end.time_ns, end.closed);
-    if (thread.held.size() == open.held_from) return;  // the usual case
-    for (std::size_t k = open.held_from; k < thread.held.size(); ++k) {
-      const held_region& waiting = thread.held[k];
-      append_complete(thread, waiting.name, waiting.begin_ns, waiting.end_ns, waiting.closed);
-    }
-    thread.held.resize(open.held_from);
+    stack.pop_back();
+  }
+
+  // After the region at `depth`: the held regions it owns, in begin order.
+  __attribute__((noinline)) void write_held(thread_state& thread, std::size_t depth) {
+    std::vector<held_region>& held = thread.held;
+    std::size_t first = held.size();
+    while (first > 0 && held[first - 1].owner_depth == depth) --first;
+    for (std::size_t k = first; k < held.size(); ++k)
+      append_complete(thread, held[k].name, held[k].begin_ns, held[k].end_ns, held[k].closed);
+    held.resize(first);
   }
 
   // Inline: once per region; the first use of a name on a thread goes out of line.
