@@ -59,10 +59,11 @@ int main(int argc, char** argv) {
   long written = 0;
   while (written < regions) {
     for (std::size_t k = 0; k < batch_pairs; ++k) {
-      batch[4 * k + 0] = {now, rt::record_kind::region_begin, &outer, 0.0};
-      batch[4 * k + 1] = {now + 21, rt::record_kind::region_begin, &inner, 0.0};
-      batch[4 * k + 2] = {now + 47, rt::record_kind::region_end, &inner, 0.0};
-      batch[4 * k + 3] = {now + 69, rt::record_kind::region_end, &outer, 0.0};
+      constexpr auto by_program = rt::region_close::by_program;
+      batch[4 * k + 0] = {now, rt::record_kind::region_begin, by_program, &outer, 0.0};
+      batch[4 * k + 1] = {now + 21, rt::record_kind::region_begin, by_program, &inner, 0.0};
+      batch[4 * k + 2] = {now + 47, rt::record_kind::region_end, by_program, &inner, 0.0};
+      batch[4 * k + 3] = {now + 69, rt::record_kind::region_end, by_program, &outer, 0.0};
       now += 143;
     }
     backend->thread_records(thread, batch.data(), batch.size());

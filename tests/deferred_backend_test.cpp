@@ -132,8 +132,9 @@ const rt::name_info sweep{1, "sweep", "", "", "heat.cpp", 20};
 void deliver_before_group(rt::backend& out) {
   {
     std::string thread_name = "main";
-    std::vector<rt::record> records{{5, rt::record_kind::region_begin, &solve, 0.0},
-                                    {6, rt::record_kind::region_begin, &sweep, 0.0}};
+    std::vector<rt::record> records{
+        {5, rt::record_kind::region_begin, rt::region_close::by_program, &solve, 0.0},
+        {6, rt::record_kind::region_begin, rt::region_close::by_program, &sweep, 0.0}};
     out.thread_records({7, 7, thread_name, true}, records.data(), records.size());
     thread_name = "XXXX";
     records[0].time_ns = -1;
@@ -174,7 +175,7 @@ TEST_CASE("held calls reach the backend opened with the group, in order, then pa
                                               "object grid", "device GPU",
                                               "kernel stencil from input"});
   f.journal.clear();
-  const rt::record end{9, rt::record_kind::region_end, &sweep, 0.0};
+  const rt::record end{9, rt::record_kind::region_end, rt::region_close::by_program, &sweep, 0.0};
   out->thread_records({7, 7, "main", true}, &end, 1);
   out->flush({nullptr, nullptr, 5, 0, true});
   CHECK(f.journal == std::vector<std::string>{"record main sweep 9", "flush dropped=0 final"});
@@ -191,6 +192,29 @@ TEST_CASE("over the bound, held events are dropped and counted in every later fl
   CHECK(f.journal.back() == "device GPU");
   out->flush({nullptr, nullptr, 5, 2, false});
   CHECK(f.journal.back() == "flush dropped=3 held-dropped=1");
+}
+
+TEST_CASE("over the bound, a region's end goes where its begin went: held records still nest") {
+  fixture f;
+  std::unique_ptr<rt::backend> out = f.make(2);
+  const auto record = [](std::int64_t ns, rt::record_kind kind, const rt::name_info* name) {
+    return rt::record{ns, kind, rt::region_close::by_program, name, 0.0};
+  };
+  using kind = rt::record_kind;
+  // solve is held, sweep (over the bound) dropped: sweep's end is dropped,
+  // solve's end held although the bound is passed by then.
+  const std::vector<rt::record> records{record(1, kind::region_begin, &solve),
+                                        record(2, kind::mark, &solve),
+                                        record(3, kind::region_begin, &sweep),
+                                        record(4, kind::region_end, &sweep),
+                                        record(5, kind::region_end, &solve)};
+  out->thread_records({7, 7, "main", true}, records.data(), records.size());
+  one_process group;
+  out->join_process_group(group);
+  CHECK(f.journal == std::vector<std::string>{"record main solve 1", "record main solve 2",
+                                              "record main solve 5"});
+  out->flush({nullptr, nullptr, 5, 0, true});
+  CHECK(f.journal.back() == "flush dropped=2 held-dropped=2 final");
 }
 
 TEST_CASE("without a group the backend opens at the final flush, per process") {

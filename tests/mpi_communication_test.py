@@ -162,6 +162,10 @@ def check_merged(document, path):
              if event.get("cat") == "mpi-message" and event.get("ph") in ("s", "f")]
     if len(flows) != 2 * expected:
         fail(f"{path}: {len(flows)} flow events, expected {2 * expected}")
+    # Counter samples name their thread's track by its tid (id): the merge keeps it.
+    samples = [event for event in document["traceEvents"] if event.get("ph") == "C" and event["name"] == "rank"]
+    if len(samples) != RANKS or any(event.get("id") != str(event.get("tid")) for event in samples):
+        fail(f"{path}: counter samples with ids other than their thread's: {samples}")
     matrix = counts["message-bytes-matrix"]
     # Each rank sends to its right neighbour: ring 20 x 4 B, halo 20 x 512 B,
     # persistent 3 x 16 B, shift 5 x 8 B, dup 1 x 4 B; the pair partner

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "ferret/runtime/backend.hpp"
 #include "support/run_program.hpp"
 #include "trace_check.hpp"
 
@@ -26,6 +27,7 @@ namespace {
 
 struct run_result {
   int exit_code = -1;     // or -signal when killed by a signal
+  long peak_memory_kib = 0;
   std::string out, err;
   int pid = 0;            // as printed by the app
   fs::path directory;
@@ -59,6 +61,7 @@ run_result run(const std::string& mode, const std::map<std::string, std::string>
       result.directory, {FERRET_TEST_APP, mode}, {environment.begin(), environment.end()}, time_limit);
   if (ran.timed_out) FAIL_CHECK("killed after " << time_limit.count() << " ms: it hung");
   result.exit_code = ran.exit_code;
+  result.peak_memory_kib = ran.peak_memory_kib;
   result.out = ran.out;
   result.err = ran.err;
   std::sscanf(result.out.c_str(), "pid %d", &result.pid);
@@ -474,6 +477,21 @@ TEST_CASE("FERRET_CLOCK=monotonic_raw: every event through the slow path, same t
   CHECK(earliest_us >= 0);
   INFO("the run took " << run_us << " us");
   CHECK(latest_us <= run_us);
+}
+
+TEST_CASE("two million begins never ended: memory stays bounded, the regions past the limit counted") {
+  // Each open region once cost a node in the runtime's calling-context tree and a
+  // frame in each backend, without limit: 243 MB with chrome (untraced: 3.5 MB).
+  const auto result = run("never-ended", {{"FERRET_BACKEND", "chrome"}});
+  REQUIRE(result.exit_code == 0);
+  INFO("peak resident memory " << result.peak_memory_kib / 1024 << " MiB");
+  CHECK(result.peak_memory_kib / 1024 < 128);  // about 35 MiB in a plain build
+  REQUIRE(result.files().size() == 1);
+  const auto report = checked(result.files()[0]);
+  constexpr std::uint32_t delivered = ferret::runtime::max_open_regions - 1;  // "main" is one
+  CHECK(count(report, "open") == delivered);
+  CHECK(report.metadata.at("events-dropped-nested-too-deep") == 2'000'000 - delivered);
+  CHECK(report.metadata.at("unfinished-regions") == delivered + 1);
 }
 
 TEST_CASE("a tiny buffer is reused many times and loses nothing") {

@@ -288,10 +288,12 @@ rt::data_object_info object_info(std::uint64_t id, std::string name, bool automa
 }
 
 rt::record begin(std::int64_t ns, const rt::name_info* name) {
-  return {ns, record_kind::region_begin, name, 0.0};
+  return {ns, record_kind::region_begin, rt::region_close::by_program, name, 0.0};
 }
-rt::record end(std::int64_t ns, const rt::name_info* name) {
-  return {ns, record_kind::region_end, name, 0.0};
+// The end of the innermost open region (the runtime delivers nested records).
+rt::record end(std::int64_t ns, const rt::name_info* name,
+               rt::region_close closed = rt::region_close::by_program) {
+  return {ns, record_kind::region_end, closed, name, 0.0};
 }
 
 // One backend writing into a temporary file, as it would on stderr.
@@ -414,20 +416,20 @@ TEST_CASE("host regions: inclusive time per name over all threads") {
   const rt::name_info* recursive = names.add("recursive");
   const rt::name_info* factor = names.add("factor", "mylib");
   const rt::name_info* cut_short = names.add("cut short");
-  const rt::name_info* never_begun = names.add("never begun");
 
   run.records(main_tid, {begin(0, main_region), begin(1 * ms, outer), begin(2 * ms, inner),
-                         end(4 * ms, inner), end(11 * ms, outer), end(11 * ms, never_begun)});
+                         end(4 * ms, inner), end(11 * ms, outer)});
   run.records(worker_tid,
               {begin(0, inner_again), end(5 * ms, inner_again),
                // recursion counts its time once: 4 ms, 2 calls
                begin(5 * ms, recursive), begin(6 * ms, recursive), end(7 * ms, recursive),
                end(9 * ms, recursive),
-               // an end that skips an open region closes it too
-               begin(9 * ms, factor), begin(9 * ms + 500'000, cut_short), end(10 * ms, factor)});
-  run.records(main_tid, {end(11 * ms, never_begun)});  // ignored; `main` is still open
-  // `main` never ends: it closes at the latest time seen, 12 ms.
+               // an end that skips an open region: the runtime ends it too
+               begin(9 * ms, factor), begin(9 * ms + 500'000, cut_short),
+               end(10 * ms, cut_short, rt::region_close::by_outer_end), end(10 * ms, factor)});
   run.records(worker_tid, {begin(12 * ms, cut_short), end(12 * ms, cut_short)});
+  // `main` never ends: the runtime ends it at exit.
+  run.records(main_tid, {end(12 * ms, main_region, rt::region_close::at_exit)});
 
   const std::string report = run.finish();
   INFO(report);

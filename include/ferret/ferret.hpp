@@ -217,8 +217,10 @@ FERRET_ALWAYS_INLINE void write_literal(const char*, event_kind) noexcept {}
 inline namespace FERRET_CONFIGURATION {
 
 /// Opens a region that a later ferret::end with the same name closes, for code
-/// that cannot use a scope (callbacks, state machines). Regions must nest per
-/// thread; an end that does not match the innermost open region is reported.
+/// that cannot use a scope (callbacks, state machines). Regions nest per
+/// thread: an end closes the innermost open region of its name, and the ones
+/// opened inside it with it; an end that matches no open region is left out.
+/// Both are counted in the outputs' metadata.
 template <class Domain = default_domain, std::size_t N>
 inline void begin(const char (&literal)[N]) noexcept {
   detail::write_literal<Domain>(literal, detail::kind_begin);

@@ -73,7 +73,7 @@ expect(not crossed, "nccl regions nest with the thread's other regions (NCCL's N
 # through NVTX's payload extension: every one of them must end.
 unfinished_nvtx = sorted({e["name"] for e in events if e.get("ph") == "X" and
                           str(e.get("cat", "")).startswith("nvtx") and
-                          e.get("args", {}).get("ferret") == "unfinished"})
+                          e.get("args", {}).get("ferret") == "closed at exit"})
 expect(not unfinished_nvtx, "NCCL's NVTX ranges all end, not: %s" % unfinished_nvtx)
 v5 = interface == "v5"
 expect(interface in ("v5", "v4"), "the plugin's interface in the metadata (v5 or v4), got %r" % interface)

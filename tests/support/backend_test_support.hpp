@@ -61,16 +61,19 @@ class name_table {
 };
 
 inline runtime::record begin(std::int64_t ns, const runtime::name_info* name) {
-  return {ns, runtime::record_kind::region_begin, name, 0.0};
+  return {ns, runtime::record_kind::region_begin, runtime::region_close::by_program, name, 0.0};
 }
-inline runtime::record end(std::int64_t ns, const runtime::name_info* name) {
-  return {ns, runtime::record_kind::region_end, name, 0.0};
+/// The end of the innermost open region, `name` (the runtime delivers nested
+/// records); `closed` says who ended it.
+inline runtime::record end(std::int64_t ns, const runtime::name_info* name,
+                           runtime::region_close closed = runtime::region_close::by_program) {
+  return {ns, runtime::record_kind::region_end, closed, name, 0.0};
 }
 inline runtime::record mark(std::int64_t ns, const runtime::name_info* name) {
-  return {ns, runtime::record_kind::mark, name, 0.0};
+  return {ns, runtime::record_kind::mark, runtime::region_close::by_program, name, 0.0};
 }
 inline runtime::record sample(std::int64_t ns, const runtime::name_info* name, double value) {
-  return {ns, runtime::record_kind::counter, name, value};
+  return {ns, runtime::record_kind::counter, runtime::region_close::by_program, name, value};
 }
 
 /// A session of process `pid` ("app --size 3" on "testhost").

@@ -67,7 +67,7 @@ void memory_backend::thread_records(const runtime::thread_info& thread,
   for (std::size_t i = 0; i < count; ++i) {
     const runtime::record& r = records[i];
     out.records.push_back({r.time_ns, r.kind, r.name->name, r.name->domain, r.name->file,
-                           r.name->line, r.value});
+                           r.name->line, r.value, r.closed});
   }
 }
 

@@ -21,6 +21,7 @@ struct captured_record {
   std::string file;
   std::uint32_t line;
   double value;
+  runtime::region_close closed;
 };
 
 struct captured_thread {

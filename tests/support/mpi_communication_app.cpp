@@ -177,6 +177,7 @@ int main(int argc, char** argv) {
     }
     collectives(rank, size);
     sub_communicators(rank, size);
+    FERRET_COUNTER("rank", rank);  // a thread's counter: its track keeps the thread's id when merged
   }
   MPI_Finalize();
   return 0;

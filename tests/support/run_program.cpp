@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -44,14 +45,15 @@ program_result run_program(const std::filesystem::path& directory,
   if (child < 0) return result;
   result.pid = child;
   int status = 0;
+  rusage usage{};
   if (time_limit.count() == 0) {
-    waitpid(child, &status, 0);
+    wait4(child, &status, 0, &usage);
   } else {
     const auto deadline = std::chrono::steady_clock::now() + time_limit;
-    while (waitpid(child, &status, WNOHANG) == 0) {
+    while (wait4(child, &status, WNOHANG, &usage) == 0) {
       if (std::chrono::steady_clock::now() > deadline) {
         kill(child, SIGKILL);
-        waitpid(child, &status, 0);
+        wait4(child, &status, 0, &usage);
         result.timed_out = true;
         break;
       }
@@ -59,6 +61,7 @@ program_result run_program(const std::filesystem::path& directory,
     }
   }
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+  result.peak_memory_kib = usage.ru_maxrss;
   result.out = read_file(directory / "stdout");
   result.err = read_file(directory / "stderr");
   return result;

@@ -18,6 +18,7 @@ struct program_result {
   std::string out, err;
   pid_t pid = 0;
   bool timed_out = false;  // killed at the time limit
+  long peak_memory_kib = 0;  // the program's peak resident memory
 };
 
 using environment = std::vector<std::pair<std::string, std::string>>;

@@ -40,6 +40,24 @@ int main(int argc, char** argv) {
     std::puts("finished");
     return 0;
   }
+  if (mode == "open-at-exit") {
+    // A thread that exits with two regions open, then exit() with two open on
+    // main ("main" and "phase").
+    std::thread worker{[] {
+      ferret::set_thread_name("worker");
+      ferret::begin("task");
+      ferret::begin("step");
+    }};
+    worker.join();
+    ferret::begin("phase");
+    { FERRET_REGION("done"); }
+    std::exit(0);
+  }
+  if (mode == "never-ended") {
+    // Two million begins without an end: what they cost must stay bounded.
+    for (int i = 0; i < 2'000'000; ++i) ferret::begin("open");
+    std::exit(0);
+  }
   if (mode == "exit-from-thread") {
     std::thread worker{[] {
       some_regions("exiting worker", 10);

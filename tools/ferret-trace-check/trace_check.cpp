@@ -11,7 +11,9 @@
 //  - M events are process_name/thread_name (args.name), *_sort_index
 //    (args.sort_index) or process_labels (args.labels).
 //  - C events have numeric args; i/I scopes are t, p or g.
-//  - Across events: X events nest on each thread, B/E and b/e pair up, flows
+//  - Across events: X events nest on each thread (of those that begin
+//    together, the enclosing one comes first in the file), C events of
+//    different threads do not share a track (name and id), B/E and b/e pair up, flows
 //    start before they step or end and have a slice to bind to, and nesting
 //    stays within 512 levels — unless the metadata's
 //    "regions-deeper-than-perfetto-shows" counts exactly the X and B slices
@@ -706,6 +708,7 @@ class checker {
         break;
       case 'C':
         check_counter(ev, args);
+        if (pid && name != &no_name && args != nullptr) count_counter_series(ev, *pid, tid, *name, *args);
         break;
       case 'M':
         check_metadata(ev, *name, args, pid, tid);
@@ -774,6 +777,30 @@ class checker {
         fail(ev, fmt::format("counter value args.{} must be a finite number, got {}",
                              it.key(), short_dump(value)));
       }
+    }
+  }
+
+  // Perfetto makes one process track per counter name, id and args key, named
+  // "<name>[ id: <id>] <key>", whatever thread a sample names: samples of
+  // several threads on one track zigzag between the threads' values.
+  void count_counter_series(const current_event& ev, std::uint32_t pid,
+                            std::optional<std::uint32_t> tid, const std::string& name,
+                            const json& args) {
+    const std::string series = [&] {
+      std::string text = name;
+      if (const json* id = ev.fields.id; id != nullptr)
+        text += " id: " + (id->is_string() ? id->get<std::string>() : id->dump());
+      return text;
+    }();
+    for (auto it = args.begin(); it != args.end(); ++it)
+      ++r_.counter_tracks[{pid, series + " " + it.key()}];
+    if (!tid) return;
+    const auto [known, added] = counter_threads_.try_emplace({pid, series}, *tid);
+    if (!added && known->second != *tid && known->second != 0) {
+      fail(ev, fmt::format("counter {} has samples of threads {} and {} on one track; Perfetto "
+                           "draws them as one series (give each thread's series an id)",
+                           quoted(series), known->second, *tid));
+      known->second = 0;  // said once per series
     }
   }
 
@@ -896,12 +923,17 @@ class checker {
     flows_.push_back(r);
   }
 
-  // X events of one thread must nest: sorted by ts, longest first (Perfetto's
-  // order), each one must end by the end of the innermost still-open one.
+  // X events of one thread must nest: sorted by ts, then in file order, each
+  // one must end by the end of the innermost still-open one. File order, not
+  // duration, decides between events that begin together: older Perfetto
+  // importers take them in file order, and the current one sorts them longest
+  // first but keeps file order when their durations are equal too (a parent
+  // and its first child that begin and end in the same clock tick). Only an
+  // enclosing slice written before what it encloses nests in both.
   void check_complete_events() {
     std::sort(x_.begin(), x_.end(), [](const rec& a, const rec& b) {
-      return std::make_tuple(a.pid, a.tid, a.ts, -a.dur, a.index) <
-             std::make_tuple(b.pid, b.tid, b.ts, -b.dur, b.index);
+      return std::make_tuple(a.pid, a.tid, a.ts, a.index) <
+             std::make_tuple(b.pid, b.tid, b.ts, b.index);
     });
     std::vector<const rec*> stack;
     for (std::size_t i = 0; i < x_.size(); ++i) {
@@ -912,6 +944,16 @@ class checker {
       }
       if (!stack.empty() && x.end() > stack.back()->end() + nest_tolerance_ns) {
         const rec& parent = *stack.back();
+        if (x.ts == parent.ts) {
+          error(fmt::format(
+              "{}: X {} [{}, {}] begins with X {} (event {}, [{}, {}]) and encloses it, but "
+              "comes later in the file; Perfetto nests slices that begin together in file "
+              "order and reports \"slice partially overlaps its enclosing slice\". Write the "
+              "enclosing slice first",
+              describe(x), str(x.name), us_text(x.ts), us_text(x.end()), str(parent.name),
+              parent.index, us_text(parent.ts), us_text(parent.end())));
+          continue;
+        }
         error(fmt::format(
             "{}: X {} [{}, {}] partially overlaps X {} (event {}, [{}, {}]) on "
             "the same thread; Perfetto drops it. Complete events on one thread "
@@ -1113,6 +1155,8 @@ class checker {
   std::vector<rec> async_;  // b and e events
   std::vector<rec> flows_;  // s/t/f, and slices carrying v2 flows
   std::map<thread_key, span_index> spans_;  // slices per thread, for flows
+  // Per counter track prefix ("<name>[ id: <id>]"): the thread of its samples, 0 once mixed.
+  std::map<std::pair<std::uint32_t, std::string>, std::uint32_t> counter_threads_;
 };
 
 }  // namespace

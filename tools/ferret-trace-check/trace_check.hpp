@@ -54,6 +54,9 @@ struct report {
   std::set<std::pair<std::uint64_t, std::uint64_t>> threads;
   /// (pid, tid) -> name, from M thread_name events.
   std::map<std::pair<std::uint64_t, std::uint64_t>, std::string> thread_names;
+  /// (pid, track name) -> samples, for each counter track as Perfetto names
+  /// it: "<name> <args key>", or "<name> id: <id> <args key>" with an id.
+  std::map<std::pair<std::uint64_t, std::string>, std::size_t> counter_tracks;
   /// pid -> name, from M process_name events.
   std::map<std::uint64_t, std::string> process_names;
   /// The top-level "metadata" object, or null when there is none (or when it

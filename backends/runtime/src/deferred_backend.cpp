@@ -5,6 +5,7 @@
 
 #include <deque>
 #include <string_view>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 #include <variant>
@@ -39,15 +40,31 @@ class deferred_backend final : public backend {
         waiting_description_(std::move(waiting_description)),
         max_held_(max_held) {}
 
+  // Over the bound, records are dropped so that the held ones still nest (see
+  // runtime::record): the end of a held region is held, that of a dropped one
+  // dropped.
   void thread_records(const thread_info& thread, const record* records,
                       std::size_t count) override {
     if (real_ != nullptr) return real_->thread_records(thread, records, count);
     if (failed_) return;
-    const std::size_t kept = admit(count);
-    if (kept == 0) return;
-    held_records held{thread, std::string{thread.name}, {records, records + kept}};
+    std::vector<bool>& open_held = open_held_[thread.tid];  // per open region: held
+    held_records held{thread, std::string{thread.name}, {}};
     held.thread.name = {};
-    held_.emplace_back(std::move(held));
+    for (std::size_t i = 0; i < count; ++i) {
+      const record& r = records[i];
+      bool keep = false;
+      if (r.kind == record_kind::region_end && !open_held.empty()) {
+        keep = open_held.back();
+        open_held.pop_back();
+        held_events_ += keep ? 1 : 0;  // may pass the bound: one per held begin
+        dropped_ += keep ? 0 : 1;
+      } else {
+        keep = admit(1) == 1;
+        if (r.kind == record_kind::region_begin) open_held.push_back(keep);
+      }
+      if (keep) held.records.push_back(r);
+    }
+    if (!held.records.empty()) held_.emplace_back(std::move(held));
   }
 
   void data_object(const data_object_event& event) override {
@@ -142,6 +159,7 @@ class deferred_backend final : public backend {
     for (held_call& call : held_) std::visit([this](auto& held) { replay(held); }, call);
     held_.clear();
     held_.shrink_to_fit();
+    open_held_.clear();
   }
 
   void replay(held_records& held) {
@@ -167,6 +185,7 @@ class deferred_backend final : public backend {
   std::unordered_set<std::string> kernel_names_;  // node-based: c_str() stays valid
   std::size_t held_events_ = 0;
   std::uint64_t dropped_ = 0;
+  std::unordered_map<std::uint64_t, std::vector<bool>> open_held_;  // by tid
 };
 
 }  // namespace

@@ -37,6 +37,15 @@ bool past_signal_deadline() noexcept {
   return deadline != 0 && monotonic_raw_ns() > deadline;
 }
 
+// Hands the records [first, out) to the backends; returns where the next goes.
+record* deliver_records(session& s, const thread_info& thread, record* first, record* out) {
+  const auto count = static_cast<std::size_t>(out - first);
+  s.recorded += count;
+  if (count > 0)
+    for (auto& backend : s.backends) backend->thread_records(thread, first, count);
+  return first;
+}
+
 }  // namespace
 
 void runtime_state::drain(session& s, bool final) {
@@ -50,10 +59,11 @@ void runtime_state::drain(session& s, bool final) {
   if (final) s.closed = true;
 }
 
-bool runtime_state::drain_thread(session& s, thread_state& state) {
+bool runtime_state::drain_thread(session& s, thread_state& state, std::optional<std::int64_t> exit_ns) {
   std::vector<chunk*> chunks;
   event* published = nullptr;
   bool retired = false;
+  std::uint64_t exit_raw = 0;
   std::string name;
   {
     std::lock_guard lock{state.mutex};
@@ -63,6 +73,7 @@ bool runtime_state::drain_thread(session& s, thread_state& state) {
     for (chunk* c : state.chunks) chunks.push_back(c);
     published = state.pos.load(std::memory_order_acquire);
     retired = state.retired;
+    exit_raw = state.exit_raw;
     name = state.name;
   }
   const thread_info thread{s.info.pid, state.tid, name, state.is_main};
@@ -88,6 +99,8 @@ bool runtime_state::drain_thread(session& s, thread_state& state) {
     const host_clock::newest_conversion newest = s.clock.newest_segment();
     const context_node* context = state.context;
     const detail::call_stack* call_stack = state.call_stack;
+    // Nesting needs no bookkeeping beyond the context (see thread_state).
+    bool plain_nesting = state.hidden_open == 0 && !state.names_counted;
     std::uint64_t newest_raw = 0;
     while (from < to) {
       const std::uint64_t word = from->word;
@@ -116,14 +129,29 @@ bool runtime_state::drain_thread(session& s, thread_state& state) {
       r.time_ns = newest.covers(raw) ? newest.to_ns(raw) : s.clock.to_ns(raw);
       r.name = site_name;
       r.value = 0.0;
+      r.closed = region_close::by_program;
       if (kind == detail::kind_begin) {
-        r.kind = record_kind::region_begin;
-        context = s.contexts.enter(context, site_name);
         call_stack = nullptr;
+        if (plain_nesting && context->depth < max_open_regions) {
+          r.kind = record_kind::region_begin;
+          context = s.contexts.enter(context, site_name);
+        } else {
+          state.context = context;
+          out = begin_region_slowly(s, state, site_name, r.time_ns, out - 1);
+          context = state.context;
+          plain_nesting = state.hidden_open == 0 && !state.names_counted;
+        }
       } else if (kind == detail::kind_end) {
-        r.kind = record_kind::region_end;
-        context = context_tree::leave(context, site_name);
         call_stack = nullptr;
+        if (plain_nesting && context->name == site_name && context->parent != nullptr) {
+          r.kind = record_kind::region_end;
+          context = context->parent;
+        } else {
+          state.context = context;
+          out = end_region_slowly(s, state, thread, site_name, r.time_ns, records, out - 1);
+          context = state.context;
+          plain_nesting = state.hidden_open == 0 && !state.names_counted;
+        }
       } else if (kind == detail::kind_mark) {
         r.kind = record_kind::mark;
       } else {
@@ -136,10 +164,8 @@ bool runtime_state::drain_thread(session& s, thread_state& state) {
     state.context = context;
     state.call_stack = call_stack;
     s.clock.note_converted(newest_raw);
-    const auto count = static_cast<std::size_t>(out - records);
-    s.recorded += count;
-    if (count > 0)
-      for (auto& backend : s.backends) backend->thread_records(thread, records, count);
+    if (out != records) state.last_ns = out[-1].time_ns;
+    deliver_records(s, thread, records, out);
     if (current) {
       state.drained = published;
     } else {
@@ -153,7 +179,89 @@ bool runtime_state::drain_thread(session& s, thread_state& state) {
       state.drained = nullptr;
     }
   }
+  if (retired)
+    end_open_regions(s, state, thread, s.clock.to_ns(exit_raw));
+  else if (exit_ns)
+    end_open_regions(s, state, thread, *exit_ns);
   return retired;
+}
+
+record* runtime_state::begin_region_slowly(session& s, thread_state& state, const name_info* name,
+                                           std::int64_t time_ns, record* out) {
+  if (state.hidden_open > 0 || state.context->depth >= max_open_regions) {
+    ++state.hidden_open;
+    ++s.dropped_too_deep;
+    return out;
+  }
+  state.context = s.contexts.enter(state.context, name);
+  if (state.names_counted) ++state.open_names[s.identity(name)];
+  *out = record{time_ns, record_kind::region_begin, region_close::by_program, name, 0.0};
+  return out + 1;
+}
+
+record* runtime_state::end_region_slowly(session& s, thread_state& state, const thread_info& thread,
+                                         const name_info* name, std::int64_t time_ns,
+                                         record* first, record* out) {
+  if (state.hidden_open > 0) {  // the innermost open region was not delivered
+    --state.hidden_open;
+    ++s.dropped_too_deep;
+    return out;
+  }
+  const name_info* const identity = s.identity(name);
+  const auto end_innermost = [&](region_close closed) {
+    const context_node* innermost = state.context;
+    state.context = innermost->parent;
+    if (state.names_counted) {
+      --state.open_names[s.identity(innermost->name)];
+      if (state.context->parent == nullptr) {  // none open: back to the plain way
+        state.open_names.clear();
+        state.names_counted = false;
+      }
+    }
+    return record{time_ns, record_kind::region_end, closed, innermost->name, 0.0};
+  };
+  const context_node* innermost = state.context;
+  if (innermost->parent != nullptr && s.identity(innermost->name) == identity) {
+    *out = end_innermost(region_close::by_program);
+    return out + 1;
+  }
+  if (!state.names_counted) {
+    for (const context_node* open = innermost; open->parent != nullptr; open = open->parent)
+      ++state.open_names[s.identity(open->name)];
+    state.names_counted = true;
+  }
+  const auto found = state.open_names.find(identity);
+  if (found == state.open_names.end() || found->second == 0) {
+    ++s.unmatched_region_ends;
+    return out;
+  }
+  // Ends an outer region: first those opened inside it, with it. In a batch
+  // of their own, after the records before them.
+  ++s.unbalanced_region_ends;
+  out = deliver_records(s, thread, first, out);
+  std::vector<record> ends;
+  while (s.identity(state.context->name) != identity) ends.push_back(end_innermost(region_close::by_outer_end));
+  ends.push_back(end_innermost(region_close::by_program));
+  for (auto& backend : s.backends) backend->thread_records(thread, ends.data(), ends.size());
+  s.recorded += 1;
+  state.last_ns = time_ns;
+  return out;
+}
+
+void runtime_state::end_open_regions(session& s, thread_state& state, const thread_info& thread,
+                                     std::int64_t time_ns) {
+  state.hidden_open = 0;  // their ends never come
+  if (state.context == nullptr || state.context->parent == nullptr) return;
+  // Not before the thread's last event (another thread may run on at the final drain).
+  time_ns = std::max(time_ns, state.last_ns);
+  std::vector<record> ends;
+  for (const context_node* open = state.context; open->parent != nullptr; open = open->parent)
+    ends.push_back(record{time_ns, record_kind::region_end, region_close::at_exit, open->name, 0.0});
+  s.unfinished_regions += ends.size();
+  state.context = s.contexts.root();
+  state.open_names.clear();
+  state.names_counted = false;
+  for (auto& backend : s.backends) backend->thread_records(thread, ends.data(), ends.size());
 }
 
 // The calling context of GPU work launched by the API call open on the
@@ -279,8 +387,11 @@ void runtime_state::drain_locked(session& s, bool final) {
     std::lock_guard lock{s.threads_mutex};
     threads = s.threads;
   }
+  // Regions still open at the end are ended then (not before their thread's last event).
+  std::optional<std::int64_t> exit_ns;
+  if (final) exit_ns = s.clock.to_ns(s.clock.read());
   for (thread_state* state : threads) {
-    if (!drain_thread(s, *state)) continue;
+    if (!drain_thread(s, *state, exit_ns)) continue;
     // Retired and emptied: nobody refers to it any more.
     {
       std::lock_guard lock{s.threads_mutex};
@@ -300,6 +411,10 @@ void runtime_state::drain_locked(session& s, bool final) {
       {"application-waits", static_cast<std::int64_t>(s.application_waits.load())},
       {"application-wait-ns", static_cast<std::int64_t>(s.application_wait_ns.load())},
       {"data-objects-refused", static_cast<std::int64_t>(objects_refused_.load())},
+      {"events-dropped-nested-too-deep", static_cast<std::int64_t>(s.dropped_too_deep)},
+      {"unmatched-region-ends", static_cast<std::int64_t>(s.unmatched_region_ends)},
+      {"unbalanced-region-ends", static_cast<std::int64_t>(s.unbalanced_region_ends)},
+      {"unfinished-regions", static_cast<std::int64_t>(s.unfinished_regions)},
   };
   if (const double hz = s.clock.ticks_per_second(); hz > 0)
     runtime_metadata.insert(runtime_metadata.begin(), {"clock-ticks-per-second", hz});

@@ -18,12 +18,6 @@ const context_node* context_tree::enter_other(const context_node* parent, const 
   return it->second;
 }
 
-const context_node* context_tree::leave_other(const context_node* current, const name_info* name) noexcept {
-  for (const context_node* at = current; at != nullptr && at->parent != nullptr; at = at->parent)
-    if (at->name == name) return at->parent;
-  return current;
-}
-
 void launch_table::record(std::uint64_t correlation, std::uint64_t tid, std::int64_t time_ns,
                           const context_node* context, std::uint64_t cycle) {
   entries_.insert_or_assign(correlation, entry{tid, time_ns, context, cycle, false});

@@ -33,12 +33,6 @@ class context_tree {
     const auto* from = static_cast<const node*>(parent);
     return from->last_name == name ? from->last_child : enter_other(parent, name);
   }
-  // The parent of the innermost node on the path named `name`; `current`
-  // itself when no node on the path has that name (an unmatched end).
-  static const context_node* leave(const context_node* current, const name_info* name) noexcept {
-    if (current->name == name && current->parent != nullptr) return current->parent;
-    return leave_other(current, name);
-  }
   std::size_t size() const noexcept { return nodes_.size(); }
 
  private:
@@ -54,7 +48,6 @@ class context_tree {
     }
   };
   const context_node* enter_other(const context_node* parent, const name_info* name);
-  static const context_node* leave_other(const context_node* current, const name_info* name) noexcept;
 
   std::deque<node> nodes_;
   std::unordered_map<std::pair<const context_node*, const name_info*>, const node*, key_hash> children_;

@@ -63,6 +63,9 @@ const name_info* runtime_state::name_of(session& s, const site* record_site) {
                                                  text(record_site->domain),
                                                  text(record_site->function),
                                                  text(record_site->file), record_site->line});
+    const auto [known, added] = s.names_by_text.try_emplace({info->name, info->domain}, info.get());
+    if (s.name_identity.size() <= id) s.name_identity.resize(std::size_t{id} + 1);
+    s.name_identity[id] = known->second;
   }
   cached = {record_site, info.get()};
   return info.get();

@@ -87,6 +87,22 @@ void runtime_state::report(session& s) {
     message("{} events were not written: {} stopped the program and FERRET_SIGNAL_WAIT={} ms ran "
             "out (events-dropped-unwritten-at-signal in the output's metadata)",
             unwritten, signal_name(g_signal_number.load()), s.config.signal_wait_ms);
+  if (s.dropped_too_deep > 0)
+    message("{} events were dropped: regions nested deeper than {} levels on one thread, and their "
+            "ends (events-dropped-nested-too-deep)",
+            s.dropped_too_deep, max_open_regions);
+  if (s.unmatched_region_ends > 0)
+    message("region ends that matched no open region of their thread, left out: {} "
+            "(unmatched-region-ends)",
+            s.unmatched_region_ends);
+  // Ended by the runtime, and marked so in the outputs.
+  if (s.config.verbose >= 1 && s.unbalanced_region_ends > 0)
+    message("region ends that also ended regions opened inside them: {} (unbalanced-region-ends)",
+            s.unbalanced_region_ends);
+  if (s.config.verbose >= 1 && s.unfinished_regions > 0)
+    message("regions still open when their thread or the program exited, and ended then: {} "
+            "(unfinished-regions)",
+            s.unfinished_regions);
   if (const std::uint64_t waits = s.application_waits.load();
       s.config.verbose >= 2 || (s.config.verbose >= 1 && waits > 0))
     message("application threads waited {} times for a free buffer chunk, {} ns in all "

@@ -183,6 +183,8 @@ void runtime_state::retire(thread_state& state) {
   for (const bound_slot& bound : state.slots) *bound.slot = &g_retired_buffer;
   t_state = nullptr;
   if (!state.chunks.empty()) state.chunks.back()->filled = state.pos.load(std::memory_order_relaxed);
+  // When the regions it left open end.
+  if (session* s = current_.load(std::memory_order_acquire)) state.exit_raw = s->clock.read();
   state.retired = true;
 }
 

@@ -130,6 +130,7 @@ struct thread_state : thread_buffer {
   std::vector<bound_slot> slots;  // every shared object's slot bound to this state
   std::string name;
   bool retired = false;
+  std::uint64_t exit_raw = 0;  // clock reading when the thread exited (retired only)
 
   // Drainer only: consumed up to here in chunks.front() (nullptr: its begin),
   // and the calling context after the last drained event (nullptr: the root).
@@ -142,6 +143,16 @@ struct thread_state : thread_buffer {
   // region, made for the name `thread_context_name`.
   const context_node* thread_context = nullptr;
   std::string thread_context_name;
+  // The open regions are the path of `context`. Begins past max_open_regions
+  // are not delivered: `hidden_open` counts those still open, whose ends are
+  // not delivered either. Once an end did not end the innermost region,
+  // `open_names` counts the open regions per name identity until none is
+  // open, so that each such end finds its region, or none, without a walk up
+  // the path (a walk per end is quadratic in the depth).
+  std::uint64_t hidden_open = 0;
+  bool names_counted = false;
+  std::unordered_map<const name_info*, std::uint32_t> open_names;
+  std::int64_t last_ns = 0;  // time of the newest record delivered
 };
 
 // Trivially destructible, so still readable while the thread's TLS
@@ -224,6 +235,11 @@ struct session {
   // Buffered when a terminating signal's wait ran out (FERRET_SIGNAL_WAIT).
   std::atomic<std::uint64_t> dropped_unwritten{0};
   std::atomic<bool> warned_full{false};
+  // Regions made to nest (drainer only; see record in backend.hpp).
+  std::uint64_t dropped_too_deep = 0;  // begins past max_open_regions and their ends
+  std::uint64_t unmatched_region_ends = 0;
+  std::uint64_t unbalanced_region_ends = 0;
+  std::uint64_t unfinished_regions = 0;  // ended at their thread's or the process's exit
 
   // Drainer only (under drain_mutex).
   std::uint64_t recorded = 0;
@@ -234,6 +250,18 @@ struct session {
   static constexpr std::size_t name_cache_size = 64;
   std::pair<const site*, const name_info*> name_cache[name_cache_size] = {};
   std::vector<record> scratch;  // one chunk's records
+  // Name identity: by name_info::id, the first name with the same text and
+  // domain. begin("x") and end("x") in two shared objects are two sites, and
+  // two names, of one region.
+  std::vector<const name_info*> name_identity;
+  struct text_hash {
+    std::size_t operator()(const std::pair<std::string_view, std::string_view>& key) const noexcept {
+      return std::hash<std::string_view>{}(key.first) * 31 + std::hash<std::string_view>{}(key.second);
+    }
+  };
+  std::unordered_map<std::pair<std::string_view, std::string_view>, const name_info*, text_hash>
+      names_by_text;  // (name, domain) → identity; views into the name_info
+  const name_info* identity(const name_info* name) const noexcept { return name_identity[name->id]; }
   // The name of a site from the cache runtime_state::name_of fills, or nullptr.
   // A hit's name is never nullptr (sites are never nullptr).
   const std::pair<const site*, const name_info*>& cached_name(const site* record_site) const noexcept {
@@ -290,7 +318,9 @@ struct session {
     const char byte = 1;
     [[maybe_unused]] const ssize_t ignored = ::write(wake_pipe[1], &byte, 1);
   }
-  std::uint64_t dropped() const noexcept { return dropped_full + dropped_late + dropped_unwritten; }
+  std::uint64_t dropped() const noexcept {
+    return dropped_full + dropped_late + dropped_unwritten + dropped_too_deep;
+  }
 };
 
 // ---------------------------------------------------------------------------
@@ -371,7 +401,15 @@ class runtime_state {
   void deliver_objects(session& s);
   void deliver_gpu_activity(session& s);
   void deliver_communication(session& s);
-  bool drain_thread(session& s, thread_state& state);
+  bool drain_thread(session& s, thread_state& state, std::optional<std::int64_t> exit_ns);
+  // The uncommon cases of nesting (see record in backend.hpp), on state.context.
+  // They return where the next record of `first`'s batch goes.
+  record* begin_region_slowly(session& s, thread_state& state, const name_info* name,
+                              std::int64_t time_ns, record* out);
+  record* end_region_slowly(session& s, thread_state& state, const thread_info& thread,
+                            const name_info* name, std::int64_t time_ns, record* first, record* out);
+  void end_open_regions(session& s, thread_state& state, const thread_info& thread,
+                        std::int64_t time_ns);
   const context_node* launch_context(session& s, thread_state& state, const std::string& thread_name);
   const name_info* name_of(session& s, const site* record_site);
   void drainer_loop(session& s);

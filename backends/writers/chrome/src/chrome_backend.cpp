@@ -80,14 +80,15 @@ class byte_buffer {
   void advance_to(char* end) noexcept { cursor_ = end; }
   const char* data() const noexcept { return storage_.get(); }
   std::size_t size() const noexcept { return static_cast<std::size_t>(cursor_ - storage_.get()); }
-  bool full() const noexcept { return size() >= batch_bytes; }
   void clear() noexcept { cursor_ = storage_.get(); }
 
   /// Makes sure `bytes` more fit after the cursor.
   void reserve(std::size_t bytes) {
     if (static_cast<std::size_t>(end_ - cursor_) >= bytes) return;
     const std::size_t used = size();
-    const std::size_t capacity = used + bytes + batch_slack;
+    // Doubling: a batch grows as large as the trailer (see write_threshold_).
+    const std::size_t capacity =
+        std::max(used + bytes + batch_slack, 2 * static_cast<std::size_t>(end_ - storage_.get()));
     auto grown = std::make_unique<char[]>(capacity);
     std::memcpy(grown.get(), storage_.get(), used);
     storage_ = std::move(grown);
@@ -162,16 +163,30 @@ void append_key(std::string& out, std::string_view key) {
   out.push_back(':');
 }
 
-// Two names denote the same region when they are the same record, or when
-// they carry the same text: begin("x") and end("x") in different translation
-// units may intern to different records.
-bool same_region(const name_info* a, const name_info* b) noexcept {
-  return a == b || (a->name == b->name && a->domain == b->domain);
-}
-
 struct frame {
   const name_info* name;
   std::int64_t begin_ns;
+};
+
+// A region that begins when its parent does ("held") must follow the parent
+// in the file: Perfetto nests complete events of equal ts in file order (older
+// importers always, current ones when their durations are equal too), while
+// this writer learns of a region at its end, before its parent's. So a held
+// region has a slot in its thread's `held` list from its begin, and the slots
+// are written after their owner, the innermost open region that is not held,
+// in begin order: parent first.
+struct held_region {
+  const name_info* name;
+  std::int64_t begin_ns;
+  std::int64_t end_ns;
+  std::size_t owner_depth;  // the owner's depth (1: outermost)
+  runtime::region_close closed;
+};
+
+// An open held region (rare, so kept beside the stack rather than in every frame).
+struct open_held {
+  std::size_t depth;  // its depth (1: outermost)
+  std::size_t slot;   // in `held`
 };
 
 // Text copied into every event of its kind, stored so that it can be copied
@@ -210,12 +225,25 @@ struct complete_prefix {
   block_text text;  // {"ph":"X","name":"...","pid":P,"tid":T,"ts":
 };
 
+// The start of a thread's samples of one counter, up to the timestamp. A
+// counter recorded on a thread is that thread's series: the id gives it a track
+// of its own in Perfetto ("<name> id: <tid> value"), where counter events of one
+// name and no id share one process-wide track.
+struct counter_prefix {
+  const name_info* source = nullptr;
+  std::string text;  // {"ph":"C","name":"...","pid":P,"tid":T,"id":"T","ts":
+};
+
 struct thread_state {
+  std::uint64_t tid = 0;
   std::string name;    // as last written in its thread_name event
   std::string ids;     // "pid":P,"tid":T — the same in all of its events
   std::string ids_ts;  // "pid":P,"tid":T,"ts":
   std::vector<frame> stack;
+  std::vector<held_region> held;   // see held_region
+  std::vector<open_held> held_open;  // innermost last
   std::vector<complete_prefix> complete_prefixes;  // by name_info::id
+  std::vector<counter_prefix> counter_prefixes;    // by name_info::id
 };
 
 // The escaped, preformatted pieces of a name, built once per name_info::id.
@@ -226,7 +254,6 @@ struct name_entry {
   std::string name_cat;         // "name":"...","cat":"..." (no cat for the default domain)
   std::string complete_prefix;  // {"ph":"X","name":"...",
   std::string instant_prefix;   // {"ph":"i","s":"t","name":"...",
-  std::string counter_prefix;   // {"ph":"C","name":"...","pid":P,"ts":
 };
 
 struct live_object {
@@ -325,13 +352,10 @@ class chrome_backend final : public runtime::backend {
     for (std::size_t i = 0; i < count; ++i) {
       const record& r = records[i];
       switch (r.kind) {
-        case record_kind::region_begin:
-          if (state.stack.size() >= perfetto_max_depth) ++regions_too_deep_;
-          state.stack.push_back(frame{r.name, r.time_ns});
-          break;
+        case record_kind::region_begin: begin_region(state, r); break;
         case record_kind::region_end: end_region(state, r); break;
         case record_kind::mark: append_mark(state, r); break;
-        case record_kind::counter: append_counter(r); break;
+        case record_kind::counter: append_counter(state, r); break;
       }
     }
   }
@@ -361,8 +385,10 @@ class chrome_backend final : public runtime::backend {
   void flush(const session_status& status) override {
     if (closed_) return;
     remember_status(status);
-    if (status.final) finish_open_intervals();
-    write_out();
+    if (status.final) finish_open_objects();
+    // A batch smaller than a large trailer waits for more events (see
+    // write_threshold_); the final flush writes whatever is left.
+    if (status.final || out_.size() >= flush_threshold()) write_out();
     if (status.final) {
       guard_.finish();
       if (::close(fd_) != 0) fail(errno, "close");
@@ -450,7 +476,7 @@ class chrome_backend final : public runtime::backend {
   void commit_text() {
     out_.append(text_);
     text_.clear();
-    if (out_.full()) write_out();
+    if (out_.size() >= write_threshold_) write_out();
   }
 
   // Starts a region, mark or counter event in the batch: the separator from
@@ -467,7 +493,7 @@ class chrome_backend final : public runtime::backend {
 
   void end_fast_event(char* end) {
     out_.advance_to(end);
-    if (out_.full()) write_out();
+    if (out_.size() >= write_threshold_) write_out();
   }
 
   const name_entry& entry_for(const name_info* name) {
@@ -484,8 +510,6 @@ class chrome_backend final : public runtime::backend {
     }
     entry.complete_prefix.assign(R"({"ph":"X",)").append(entry.name_cat).push_back(',');
     entry.instant_prefix.assign(R"({"ph":"i","s":"t",)").append(entry.name_cat).push_back(',');
-    entry.counter_prefix.assign(R"({"ph":"C",)").append(entry.name_cat);
-    fmt::format_to(std::back_inserter(entry.counter_prefix), ",\"pid\":{},\"ts\":", session_.pid);
     remember_location(*name);
     return entry;
   }
@@ -537,6 +561,7 @@ class chrome_backend final : public runtime::backend {
     auto [it, inserted] = threads_.try_emplace(thread.tid);
     thread_state& state = it->second;
     if (inserted) {
+      state.tid = thread.tid;
       state.ids = fmt::format("\"pid\":{},\"tid\":{}", session_.pid, thread.tid);
       state.ids_ts = state.ids + ",\"ts\":";
       // The main thread first, the others in Perfetto's default order.
@@ -566,51 +591,92 @@ class chrome_backend final : public runtime::backend {
     return state;
   }
 
-  // `note` goes into args.ferret; it marks slices whose end ferret supplied.
+  // A slice whose end the runtime supplied says why in args.ferret.
+  static const char* note(runtime::region_close closed) noexcept {
+    switch (closed) {
+      case runtime::region_close::by_program: break;
+      case runtime::region_close::at_exit: return "closed at exit";
+      case runtime::region_close::by_outer_end: return "closed by unbalanced end";
+    }
+    return nullptr;
+  }
+
   // The writer's inner loop: two copies of preformatted pieces and two numbers.
   // Inlined into the usual region end (its call would cost more than its body
   // saves in code size).
-  __attribute__((always_inline)) void append_complete(thread_state& thread, const frame& open,
-                                                      std::int64_t end_ns, const char* note) {
-    const block_text& prefix = complete_prefix_for(thread, open.name);
-    char* out =
-        start_fast_event(prefix.size() + (note != nullptr ? std::strlen(note) + 16 : 0));
+  __attribute__((always_inline)) void append_complete(thread_state& thread, const name_info* name,
+                                                      std::int64_t begin_ns, std::int64_t end_ns,
+                                                      runtime::region_close closed) {
+    constexpr std::size_t note_bytes = 64;  // ,"args":{"ferret":"<note>"}
+    const block_text& prefix = complete_prefix_for(thread, name);
+    char* out = start_fast_event(prefix.size() + note_bytes);
     out = prefix.copy_to(out);
-    out = timestamps_.write(out, open.begin_ns);
+    out = timestamps_.write(out, begin_ns);
     out = put(out, ",\"dur\":");
     // Per-thread records are in time order, so this only guards against a
     // clock that stepped back: a negative dur would be rejected.
-    out = microsecond_writer::write_duration(out, std::max<std::int64_t>(end_ns - open.begin_ns, 0));
-    if (note != nullptr) {  // ferret's own notes need no escaping
+    out = microsecond_writer::write_duration(out, std::max<std::int64_t>(end_ns - begin_ns, 0));
+    if (closed != runtime::region_close::by_program) {  // ferret's notes need no escaping
       out = put(out, ",\"args\":{\"ferret\":\"");
-      out = put(out, note);
+      out = put(out, note(closed));
       out = put(out, "\"}");
     }
     *out++ = '}';
     end_fast_event(out);
   }
 
+  void begin_region(thread_state& thread, const record& begin) {
+    std::vector<frame>& stack = thread.stack;
+    if (stack.size() >= perfetto_max_depth) ++regions_too_deep_;
+    if (!stack.empty() && stack.back().begin_ns == begin.time_ns) hold(thread, begin);
+    stack.push_back(frame{begin.name, begin.time_ns});
+  }
+
+  // Gives the region that begins now, with its parent, a slot in `held`.
+  __attribute__((noinline)) void hold(thread_state& thread, const record& begin) {
+    // Its owner: the parent, or the parent's owner when the parent is held too.
+    const std::size_t parent = thread.stack.size();
+    const bool parent_held = !thread.held_open.empty() && thread.held_open.back().depth == parent;
+    const std::size_t owner = parent_held ? thread.held[thread.held_open.back().slot].owner_depth : parent;
+    thread.held_open.push_back(open_held{parent + 1, thread.held.size()});
+    thread.held.push_back(held_region{begin.name, begin.time_ns, begin.time_ns, owner, {}});
+  }
+
+  // Ends the innermost open region: the runtime delivers nested records (see
+  // runtime::record), so an end never needs a search. One that comes with no
+  // region open (a backend driven without the runtime) is ignored.
   void end_region(thread_state& thread, const record& end) {
     std::vector<frame>& stack = thread.stack;
-    if (!stack.empty() && stack.back().name == end.name) {  // the usual case
-      append_complete(thread, stack.back(), end.time_ns, nullptr);
-      stack.pop_back();
-      return;
+    if (stack.empty()) return;
+    if (!thread.held.empty()) return end_with_held(thread, end);
+    const frame& open = stack.back();  // the usual case: nothing waits
+    append_complete(thread, open.name, open.begin_ns, end.time_ns, end.closed);
+    stack.pop_back();
+  }
+
+  __attribute__((noinline)) void end_with_held(thread_state& thread, const record& end) {
+    std::vector<frame>& stack = thread.stack;
+    const frame& open = stack.back();
+    if (!thread.held_open.empty() && thread.held_open.back().depth == stack.size()) {
+      held_region& waiting = thread.held[thread.held_open.back().slot];
+      waiting.end_ns = end.time_ns;
+      waiting.closed = end.closed;
+      thread.held_open.pop_back();
+    } else {
+      append_complete(thread, open.name, open.begin_ns, end.time_ns, end.closed);
+      write_held(thread, stack.size());
     }
-    std::size_t match = stack.size();  // one past the matching frame
-    while (match > 0 && !same_region(stack[match - 1].name, end.name)) --match;
-    if (match == 0) {
-      ++unmatched_region_ends_;
-      return;
-    }
-    if (match < stack.size()) {
-      // Close the frames opened inside it here, so that slices still nest.
-      ++unbalanced_region_ends_;
-      for (std::size_t k = stack.size(); k > match; --k)
-        append_complete(thread, stack[k - 1], end.time_ns, "closed by unbalanced end");
-    }
-    append_complete(thread, stack[match - 1], end.time_ns, nullptr);
-    stack.resize(match - 1);
+    stack.pop_back();
+  }
+
+  // After the region at `depth`: the held regions it owns, in begin order.
+  __attribute__((noinline)) void write_held(thread_state& thread, std::size_t depth) {
+    std::vector<held_region>& held = thread.held;
+    std::size_t first = held.size();
+    while (first > 0 && held[first - 1].owner_depth == depth) --first;
+    for (std::size_t k = first; k < held.size(); ++k)
+      append_complete(thread, held[k].name, held[k].begin_ns, held[k].end_ns, held[k].closed);
+    held.resize(first);
   }
 
   // Inline: once per region; the first use of a name on a thread goes out of line.
@@ -627,6 +693,19 @@ class chrome_backend final : public runtime::backend {
     complete_prefix& prefix = prefixes[name->id];
     prefix.source = name;
     prefix.text.assign(entry.complete_prefix + thread.ids_ts);
+    return prefix.text;
+  }
+
+  const std::string& counter_prefix_for(thread_state& thread, const name_info* name) {
+    std::vector<counter_prefix>& prefixes = thread.counter_prefixes;
+    if (name->id >= prefixes.size()) prefixes.resize(std::size_t{name->id} + 1);
+    counter_prefix& prefix = prefixes[name->id];
+    if (prefix.source != name) {
+      prefix.source = name;
+      prefix.text.assign(R"({"ph":"C",)").append(entry_for(name).name_cat);
+      fmt::format_to(std::back_inserter(prefix.text), R"(,{},"id":"{}","ts":)", thread.ids,
+                     thread.tid);
+    }
     return prefix.text;
   }
 
@@ -662,14 +741,14 @@ class chrome_backend final : public runtime::backend {
     end_fast_event(out);
   }
 
-  void append_counter(const record& sample) {
+  void append_counter(thread_state& thread, const record& sample) {
     if (!std::isfinite(sample.value)) {
       ++nonfinite_counter_samples_;  // JSON numbers cannot express it
       return;
     }
-    const name_entry& entry = entry_for(sample.name);
-    char* out = start_fast_event(entry.counter_prefix.size());
-    out = put(out, entry.counter_prefix);
+    const std::string& prefix = counter_prefix_for(thread, sample.name);
+    char* out = start_fast_event(prefix.size());
+    out = put(out, prefix);
     out = timestamps_.write(out, sample.time_ns);
     out = put(out, ",\"args\":{\"value\":");
     out = fmt::format_to(out, "{}", sample.value);  // shortest round-trip form
@@ -969,15 +1048,9 @@ class chrome_backend final : public runtime::backend {
     end_event();
   }
 
-  // At the final flush: what is still open ends at the session's end.
-  void finish_open_intervals() {
-    for (auto& [tid, state] : threads_) {
-      for (std::size_t k = state.stack.size(); k > 0; --k) {
-        append_complete(state, state.stack[k - 1], end_ns_, "unfinished");
-        ++unfinished_regions_;
-      }
-      state.stack.clear();
-    }
+  // At the final flush: data objects still registered end at the session's
+  // end. (Regions are ended by the runtime, see runtime::record.)
+  void finish_open_objects() {
     for (const auto& [id, live] : live_) append_object_end(id, live, end_ns_);
     live_.clear();
   }
@@ -1049,13 +1122,14 @@ class chrome_backend final : public runtime::backend {
     fmt::format_to(std::back_inserter(status_metadata_),
                    ",\"events-recorded\":{},\"events-dropped\":{}", status.events_recorded,
                    status.events_dropped);
+    // Escaped again only when changed: it may be large, and flushes are frequent.
+    if (status.user_metadata == nullptr || *status.user_metadata == user_metadata_) return;
+    user_metadata_ = *status.user_metadata;
     run_metadata_.clear();
-    if (status.user_metadata != nullptr) {
-      for (const auto& [key, value] : *status.user_metadata) {
-        if (!run_metadata_.empty()) run_metadata_.push_back(',');
-        append_key(run_metadata_, key);
-        append_value(run_metadata_, value);
-      }
+    for (const auto& [key, value] : user_metadata_) {
+      if (!run_metadata_.empty()) run_metadata_.push_back(',');
+      append_key(run_metadata_, key);
+      append_value(run_metadata_, value);
     }
   }
 
@@ -1090,7 +1164,15 @@ class chrome_backend final : public runtime::backend {
       fail(errno, "truncate");
       return false;
     }
+    write_threshold_ = std::max(batch_bytes, trailer.size());
     return true;
+  }
+
+  // The batch a flush writes at least: any, unless the trailer is larger than
+  // a full batch (a large metadata value, many source locations); then as
+  // much as the trailer, as between flushes.
+  std::size_t flush_threshold() const noexcept {
+    return write_threshold_ > batch_bytes ? write_threshold_ : 0;
   }
 
   void format_trailer() {
@@ -1113,10 +1195,8 @@ class chrome_backend final : public runtime::backend {
                    session_.start_monotonic_raw_ns);
     out.append(status_metadata_);
     fmt::format_to(std::back_inserter(out),
-                   ",\"unbalanced-region-ends\":{},\"unmatched-region-ends\":{}"
-                   ",\"unfinished-regions\":{},\"nonfinite-counter-samples\":{}"
+                   ",\"nonfinite-counter-samples\":{}"
                    ",\"gpu-operations-written\":{},\"gpu-operations-written-without-launch\":{}",
-                   unbalanced_region_ends_, unmatched_region_ends_, unfinished_regions_,
                    nonfinite_counter_samples_, gpu_operations_, gpu_operations_without_launch_);
     if (gpu_operations_overlapping_on_track_ != 0)
       fmt::format_to(std::back_inserter(out), ",\"gpu-operations-overlapping-on-track\":{}",
@@ -1145,8 +1225,15 @@ class chrome_backend final : public runtime::backend {
 
   std::string status_metadata_;  // runtime metadata and event counts, from the last flush
   std::string run_metadata_;     // user metadata (the "run" object's members)
+  runtime::metadata_list user_metadata_;  // what run_metadata_ was made from
 
   byte_buffer out_;         // the batch: events not yet written
+  // The batch is written (with a trailer after it) once it holds this much:
+  // batch_bytes, or the trailer's size when that is larger. Every write
+  // rewrites the trailer, so the trailer's bytes never outgrow the events'
+  // however large the metadata: a 16 MiB value once made 9.28 GB of writes
+  // for a 168 MB trace.
+  std::size_t write_threshold_ = batch_bytes;
   microsecond_writer timestamps_;  // ts of regions, marks and counters
   std::string text_;        // a rare event being formatted, or the trailer
   off_t events_end_ = 0;    // file offset after the last written event = trailer start
@@ -1173,9 +1260,6 @@ class chrome_backend final : public runtime::backend {
   std::uint64_t flows_ = 0;                   // launch flows written: the last flow id
   std::uint64_t synchronizations_ = 0;        // the last synchronization's async id
 
-  std::uint64_t unbalanced_region_ends_ = 0;
-  std::uint64_t unmatched_region_ends_ = 0;
-  std::uint64_t unfinished_regions_ = 0;
   std::uint64_t nonfinite_counter_samples_ = 0;
   std::uint64_t regions_too_deep_ = 0;  // begun deeper than perfetto_max_depth
   std::uint64_t gpu_operations_ = 0;

@@ -47,10 +47,6 @@ using runtime::thread_info;
 constexpr std::uint32_t no_ref = std::numeric_limits<std::uint32_t>::max();
 constexpr const char* archive_name = "traces";
 
-bool same_region(const name_info* a, const name_info* b) noexcept {
-  return a == b || (a->name == b->name && a->domain == b->domain);
-}
-
 // Any metadata value as text: integers exactly, floating point as the shortest
 // text that reads back as the same double.
 std::string to_text(const runtime::metadata_value& value) {
@@ -92,18 +88,13 @@ OTF2_RegionRole mpi_region_role(std::string_view call) {
   return OTF2_REGION_ROLE_FUNCTION;
 }
 
-struct frame {
-  const name_info* name;
-  std::uint32_t region;
-};
-
 struct location {
   std::string name;
   OTF2_LocationType type;
   std::uint32_t group;  // location group
   OTF2_EvtWriter* writer;
   std::uint64_t last = 0;    // last timestamp written on it
-  std::vector<frame> stack;  // host threads: open regions
+  std::vector<std::uint32_t> stack;  // host threads: the regions open
   // Host threads: MPI events waiting for the thread's records around them.
   std::deque<runtime::communication_event> communication;
 };
@@ -118,7 +109,8 @@ struct region_def {
 };
 
 // Attributes on GPU events (Enter of kernels and memsets, RmaGet/RmaPut of
-// copies): what Score-P users find in the event details in Vampir.
+// copies): what Score-P users find in the event details in Vampir. And on the
+// Leave of a region that the runtime ended (runtime::region_close).
 enum attribute : std::uint32_t {
   attribute_correlation,
   attribute_context,
@@ -136,6 +128,7 @@ enum attribute : std::uint32_t {
   attribute_memory_kind,
   attribute_source_device,
   attribute_destination_device,
+  attribute_closed,
   attribute_count
 };
 
@@ -162,6 +155,8 @@ constexpr attribute_def attribute_defs[attribute_count] = {
     {"memory kind", "", OTF2_TYPE_STRING},
     {"source device", "-1 for host memory", OTF2_TYPE_INT32},
     {"destination device", "-1 for host memory", OTF2_TYPE_INT32},
+    {"ferret", "why ferret ended the region: closed at exit, closed by unbalanced end",
+     OTF2_TYPE_STRING},
 };
 
 // OTF2 keeps markers in memory until the archive is closed: at most this many
@@ -299,7 +294,7 @@ class otf2_backend final : public runtime::backend {
         case record_kind::region_begin: {
           const std::uint32_t region = region_for(*r.name);
           location& where = locations_[id];
-          where.stack.push_back(frame{r.name, region});
+          where.stack.push_back(region);
           ok(OTF2_EvtWriter_Enter(where.writer, nullptr, stamp(where, r.time_ns), region), "Enter");
           break;
         }
@@ -413,18 +408,6 @@ class otf2_backend final : public runtime::backend {
     }
     for (std::uint32_t id = 0; id < locations_.size(); ++id)
       write_communication_before(id, INT64_MAX, false);
-    // Leave what is still open at the session's end.
-    std::uint64_t end = latest_;
-    for (std::uint32_t id = 0; id < locations_.size(); ++id) {
-      location& where = locations_[id];
-      for (std::size_t k = where.stack.size(); k > 0; --k) {
-        ok(OTF2_EvtWriter_Leave(where.writer, nullptr, std::max(end, where.last),
-                                where.stack[k - 1].region),
-           "Leave");
-        ++unfinished_regions_;
-      }
-      where.stack.clear();
-    }
     std::vector<std::uint64_t> event_counts(locations_.size(), 0);
     for (std::size_t id = 0; id < locations_.size(); ++id) {
       OTF2_EvtWriter_GetNumberOfEvents(locations_[id].writer, &event_counts[id]);
@@ -657,21 +640,26 @@ class otf2_backend final : public runtime::backend {
     }
   }
 
+  // Leaves the innermost open region: the runtime delivers nested records (see
+  // runtime::record). One that comes with no region open (a backend driven
+  // without the runtime) is ignored. An end the runtime supplied says why.
   void end_region(std::uint32_t id, const record& end) {
     location& where = locations_[id];
-    std::vector<frame>& stack = where.stack;
-    std::size_t match = stack.size();
-    while (match > 0 && !same_region(stack[match - 1].name, end.name)) --match;
-    if (match == 0) {
-      ++unmatched_region_ends_;
-      return;
+    if (where.stack.empty()) return;
+    const char* why = nullptr;
+    switch (end.closed) {
+      case runtime::region_close::by_program: break;
+      case runtime::region_close::at_exit: why = "closed at exit"; break;
+      case runtime::region_close::by_outer_end: why = "closed by unbalanced end"; break;
     }
-    if (match < stack.size()) ++unbalanced_region_ends_;
-    for (std::size_t k = stack.size(); k >= match; --k)
-      ok(OTF2_EvtWriter_Leave(where.writer, nullptr, stamp(where, end.time_ns),
-                              stack[k - 1].region),
-         "Leave");
-    stack.resize(match - 1);
+    if (why != nullptr) {
+      OTF2_AttributeList_AddStringRef(attributes_, attribute_closed, string_ref(why));
+      attributes_used_ = true;
+    }
+    ok(OTF2_EvtWriter_Leave(where.writer, why != nullptr ? attributes_ : nullptr,
+                            stamp(where, end.time_ns), where.stack.back()),
+       "Leave");
+    where.stack.pop_back();
   }
 
   void write_mark(std::uint32_t id, const record& mark) {
@@ -894,9 +882,6 @@ class otf2_backend final : public runtime::backend {
     const std::pair<const char*, std::uint64_t> counts[] = {
         {"EVENTS_RECORDED", events_recorded_},
         {"EVENTS_DROPPED", events_dropped_},
-        {"UNMATCHED_REGION_ENDS", unmatched_region_ends_},
-        {"UNBALANCED_REGION_ENDS", unbalanced_region_ends_},
-        {"UNFINISHED_REGIONS", unfinished_regions_},
         {"CLAMPED_TIMESTAMPS", clamped_timestamps_},
         {"MPI_EVENTS_WITHOUT_COMMUNICATOR", mpi_events_without_communicator_},
         {"GPU_SYNCHRONIZATIONS_NOT_WRITTEN", synchronizations_not_written_},
@@ -909,6 +894,7 @@ class otf2_backend final : public runtime::backend {
       for (const auto& [key, value] : *status.runtime_metadata)
         add_metadata("RUNTIME", key, to_text(value),
                      is_integer(value) && (key.find("dropped") != std::string::npos ||
+                                           key.find("region") != std::string::npos ||
                                            key.find("refused") != std::string::npos ||
                                            key.find("without") != std::string::npos));
     if (status.user_metadata != nullptr)
@@ -1164,9 +1150,6 @@ class otf2_backend final : public runtime::backend {
   std::uint64_t markers_ = 0;
   std::uint64_t markers_not_written_ = 0;
   std::uint64_t synchronizations_not_written_ = 0;
-  std::uint64_t unmatched_region_ends_ = 0;
-  std::uint64_t unbalanced_region_ends_ = 0;
-  std::uint64_t unfinished_regions_ = 0;
   std::uint64_t clamped_timestamps_ = 0;
   std::uint64_t mpi_events_without_communicator_ = 0;
   // MPI communicators in the order announced (their local comm ids); the

@@ -83,8 +83,9 @@ std::vector<std::string> find_losses(const runtime::session_status& status) {
   for (const auto& [key, value] : *status.runtime_metadata) {
     // The breakdown of the dropped events above.
     if (key.rfind("events-dropped", 0) == 0) continue;
+    // Losses, and regions whose end the runtime supplied or left out.
     if (key.find("dropped") == std::string::npos &&
-        key.find("without-launch") == std::string::npos)
+        key.find("without-launch") == std::string::npos && key.find("region") == std::string::npos)
       continue;
     if (const auto* count = std::get_if<std::int64_t>(&value); count != nullptr && *count != 0)
       losses.push_back(fmt::format("{} {}", *count, key));
@@ -163,22 +164,13 @@ void profile_model::add_records(const runtime::thread_info& thread,
     if (r.kind == runtime::record_kind::region_begin) {
       const std::uint32_t name = name_index(r.name);
       const std::uint32_t parent = stack.empty() ? 0 : stack.back().node;
-      stack.push_back(open_region{r.time_ns, child(parent, name, r.name), name});
-    } else if (r.kind == runtime::record_kind::region_end) {
-      end_region(stack, name_index(r.name), r.time_ns);
+      stack.push_back(open_region{r.time_ns, child(parent, name, r.name)});
+    } else if (r.kind == runtime::record_kind::region_end && !stack.empty()) {
+      // The innermost open region (see runtime::record); with none open (a
+      // model fed without the runtime) the end is ignored.
+      close_top(stack, r.time_ns);
     }
   }
-}
-
-// An end closes the innermost open region of its name, and the regions
-// opened inside it that did not end (so that times still nest); an end
-// without a matching begin is ignored.
-void profile_model::end_region(std::vector<open_region>& stack, std::uint32_t name,
-                               std::int64_t end_ns) {
-  std::size_t match = stack.size();
-  while (match > 0 && stack[match - 1].name != name) --match;
-  if (match == 0) return;
-  while (stack.size() >= match) close_top(stack, end_ns);
 }
 
 void profile_model::close_top(std::vector<open_region>& stack, std::int64_t end_ns) {
@@ -662,8 +654,6 @@ void profile_model::fit_time(std::int64_t ns) {
 
 void profile_model::finish(const runtime::session_status& status, std::int64_t end_ns) {
   if (finished_) return;
-  for (auto& [tid, stack] : stacks_)
-    while (!stack.empty()) close_top(stack, latest_ns_);
   finished_ = true;
   end_ns_ = std::max(end_ns, latest_ns_);
   fit_time(end_ns_);

@@ -344,12 +344,10 @@ class profile_model {
   struct open_region {
     std::int64_t begin_ns;
     std::uint32_t node;
-    std::uint32_t name;  // interned (domain, name)
   };
 
   std::uint32_t name_index(const runtime::name_info* name);
   std::uint32_t child(std::uint32_t parent, std::uint32_t name, const runtime::name_info* info);
-  void end_region(std::vector<open_region>& stack, std::uint32_t name, std::int64_t end_ns);
   void close_top(std::vector<open_region>& stack, std::int64_t end_ns);
   std::uint32_t context_of(const runtime::gpu_launch& launch);
   std::uint32_t node_of(const runtime::context_node* node);
@@ -371,7 +369,7 @@ class profile_model {
 
   runtime::session_info session_;
   bool finished_ = false;
-  std::int64_t latest_ns_ = 0;  // latest host time seen: where open regions end
+  std::int64_t latest_ns_ = 0;  // latest host time seen
   std::int64_t end_ns_ = 0;
   std::uint64_t gpu_operations_ = 0;
 

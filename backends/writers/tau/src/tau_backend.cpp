@@ -131,21 +131,19 @@ class tau_backend final : public runtime::backend {
     // A thread's records come in time order.
     thread.see(records[0].time_ns);
     thread.see(records[count - 1].time_ns);
-    latest_ns_ = std::max(latest_ns_, records[count - 1].time_ns);
     for (std::size_t i = 0; i < count; ++i) {
       const record& r = records[i];
       thread.now_ns = r.time_ns;
       // Regions first, and their common cases inline (thread_profile).
       if (r.kind == record_kind::region_begin) {
         if (const std::uint32_t node = thread.cached_child(r.name); node != 0)
-          thread.enter(r.name, node);
+          thread.enter(node);
         else
           thread.begin(r.name, function_of(r.name));
       } else if (r.kind == record_kind::region_end) {
-        if (thread.ends_innermost(r.name))
-          thread.close_innermost();
-        else
-          end_region(thread, r.name);
+        // The innermost open region (see runtime::record); with none open (a
+        // backend driven without the runtime) the end is ignored.
+        if (thread.open_frames() > 0) thread.close_innermost();
       } else if (r.kind == record_kind::mark) {
         // TAU has no instants: a mark counts as a user event of value 1.
         thread.add_event(event_of(r.name), 1.0, thread.top_node());
@@ -155,9 +153,7 @@ class tau_backend final : public runtime::backend {
     }
   }
 
-  void data_object(const runtime::data_object_event& event) override {
-    if (!finished_) latest_ns_ = std::max(latest_ns_, event.time_ns);
-  }
+  void data_object(const runtime::data_object_event& /*event*/) override {}
 
   // Message sizes as TAU's MPI wrapper writes them with its communication
   // matrix on: per peer, and over all peers, for each message this thread sent;
@@ -198,16 +194,6 @@ class tau_backend final : public runtime::backend {
   void flush(const session_status& status) override {
     if (finished_ || !status.final) return;
     finished_ = true;
-    for (auto& [tid, index] : host_index_) {
-      thread_profile& thread = *threads_[index];
-      if (thread.open_frames() == 0) continue;
-      thread.see(latest_ns_);
-      thread.now_ns = latest_ns_;
-      while (thread.open_frames() > 0) {
-        ++unfinished_regions_;
-        thread.close_innermost();
-      }
-    }
     for (std::size_t m = 1; m < metrics_.size(); ++m)
       if (!counter_seen_[m])
         runtime::print_message(fmt::format(
@@ -315,19 +301,6 @@ class tau_backend final : public runtime::backend {
 
   // --- host regions ----------------------------------------------------------
 
-  // An end closes the innermost open region of its name, and the regions opened
-  // inside it that did not end (so that times still nest); an end without a
-  // matching begin is ignored. Both are counted in the metadata.
-  void end_region(thread_profile& thread, const name_info* name) {
-    const std::size_t match = thread.matching_frame(name);
-    if (match == 0) {
-      ++unmatched_region_ends_;
-      return;
-    }
-    if (match < thread.open_frames()) ++unbalanced_region_ends_;
-    while (thread.open_frames() >= match) thread.close_innermost();
-  }
-
   void add_counter_sample(thread_profile& thread, const record& sample) {
     if (!std::isfinite(sample.value)) {
       ++nonfinite_counter_samples_;
@@ -374,7 +347,6 @@ class tau_backend final : public runtime::backend {
     const std::int64_t end_ns = std::max(activity.end_ns, activity.start_ns);
     thread.see(activity.start_ns);
     thread.see(end_ns);
-    latest_ns_ = std::max(latest_ns_, end_ns);
     thread.add_interval(function, end_ns - activity.start_ns);
   }
 
@@ -480,9 +452,6 @@ class tau_backend final : public runtime::backend {
         append_attribute(out, key.empty() ? unnamed : std::string_view{key}, metadata_text(value));
     append_attribute(out, "events-recorded", fmt::format("{}", status.events_recorded));
     append_attribute(out, "events-dropped", fmt::format("{}", status.events_dropped));
-    append_attribute(out, "unbalanced-region-ends", fmt::format("{}", unbalanced_region_ends_));
-    append_attribute(out, "unmatched-region-ends", fmt::format("{}", unmatched_region_ends_));
-    append_attribute(out, "unfinished-regions", fmt::format("{}", unfinished_regions_));
     append_attribute(out, "nonfinite-counter-samples", fmt::format("{}", nonfinite_counter_samples_));
     append_attribute(out, "gpu-operations-not-profiled", fmt::format("{}", gpu_operations_not_profiled_));
     std::uint64_t omitted = 0;
@@ -589,7 +558,6 @@ class tau_backend final : public runtime::backend {
   std::string error_;
   std::size_t written_threads_ = 0;
   std::uint64_t folded_calls_ = 0;
-  std::int64_t latest_ns_ = 0;
 
   std::vector<function_entry> functions_;
   std::unordered_map<std::string, std::uint32_t> function_index_;        // name '\n' group
@@ -607,9 +575,6 @@ class tau_backend final : public runtime::backend {
   std::map<std::pair<std::uint32_t, std::uint32_t>, std::size_t> stream_index_;  // (device, stream)
   std::map<std::uint32_t, std::string> device_names_;
 
-  std::uint64_t unbalanced_region_ends_ = 0;
-  std::uint64_t unmatched_region_ends_ = 0;
-  std::uint64_t unfinished_regions_ = 0;
   std::uint64_t nonfinite_counter_samples_ = 0;
   std::uint64_t gpu_operations_not_profiled_ = 0;
 };

@@ -5,13 +5,6 @@
 #include <algorithm>
 
 namespace ferret::tau {
-namespace {
-
-bool same_region(const runtime::name_info* a, const runtime::name_info* b) noexcept {
-  return a == b || (a->name == b->name && a->domain == b->domain);
-}
-
-}  // namespace
 
 thread_profile::thread_profile(thread_kind k, std::size_t metric_count, std::uint64_t appearance)
     : kind(k), order(appearance), counters_(metric_count - 1), counters_now_(counters_, 0.0),
@@ -19,7 +12,7 @@ thread_profile::thread_profile(thread_kind k, std::size_t metric_count, std::uin
   nodes.push_back(call_node{application_function, root_node, 0, 0, nullptr, false});
   frames_.resize(64);
   last_frame_ = frames_.size() - 1;
-  frames_[0] = open_frame{nullptr, 0, 0, root_node, application_function};
+  frames_[0] = open_frame{0, 0, root_node, application_function};
   // enter() opens frames with a node and TIME only.
   cached_depth_limit_ = counters_ == 0 ? callpath_depth - 1 : 0;
 }
@@ -42,7 +35,7 @@ std::uint32_t thread_profile::child(std::uint32_t parent, std::uint32_t function
 }
 
 void thread_profile::begin(const runtime::name_info* region, std::uint32_t function) {
-  open_frame frame{region, now_ns, 0, folded_outermost, function};
+  open_frame frame{now_ns, 0, folded_outermost, function};
   if (top_ + 1 < callpath_depth) {  // the new frame's depth: top_ + 1
     const std::uint32_t parent = current_node_;
     frame.node = child(parent, function);
@@ -64,12 +57,6 @@ void thread_profile::begin(const runtime::name_info* region, std::uint32_t funct
     frame_counters_.insert(frame_counters_.end(), counters_now_.begin(), counters_now_.end());
     frame_counters_.resize(frame_counters_.size() + counters_, 0.0);
   }
-}
-
-std::size_t thread_profile::matching_frame_slow(const runtime::name_info* region) const noexcept {
-  std::size_t match = top_;
-  while (match > 0 && !same_region(frames_[match].region, region)) --match;
-  return match;
 }
 
 void thread_profile::close_slow() {

@@ -122,13 +122,13 @@ class thread_profile {
     const call_node& parent = nodes[current_node_];
     return parent.last_region == region && top_ < cached_depth_limit_ ? parent.last_child : 0;
   }
-  /// Opens `region` at node `node` from cached_child() now.
-  __attribute__((always_inline)) void enter(const runtime::name_info* region, std::uint32_t node) {
+  /// Opens the region at node `node` from cached_child() now.
+  __attribute__((always_inline)) void enter(std::uint32_t node) {
     if (top_ == last_frame_) grow_frames();
-    frames_[++top_] = open_frame{region, now_ns, 0, node, 0};
+    frames_[++top_] = open_frame{now_ns, 0, node, 0};
     current_node_ = node;
   }
-  /// Opens `function` (called by `region`, which its end must match) now.
+  /// Opens `function` (called by `region`) now.
   void begin(const runtime::name_info* region, std::uint32_t function);
   /// Closes the innermost open region now.
   __attribute__((always_inline)) void close_innermost() {
@@ -146,16 +146,6 @@ class thread_profile {
       return;
     }
     close_slow();
-  }
-  /// Whether `region` ends the innermost open region (the common case).
-  bool ends_innermost(const runtime::name_info* region) const noexcept {
-    return frames_[top_].region == region && top_ > 0;
-  }
-  /// The open frame whose region `region` ends: its depth (1 for the
-  /// outermost), 0 when none.
-  std::size_t matching_frame(const runtime::name_info* region) const noexcept {
-    if (frames_[top_].region == region) return top_;
-    return matching_frame_slow(region);
   }
   std::size_t open_frames() const noexcept { return top_; }
 
@@ -226,7 +216,6 @@ class thread_profile {
 
  private:
   struct open_frame {
-    const runtime::name_info* region;
     std::int64_t begin_ns;
     std::int64_t children_ns;  // the inclusive time of its completed children
     std::uint32_t node;        // folded_outermost or folded_recursive: no node
@@ -237,7 +226,6 @@ class thread_profile {
     last_frame_ = frames_.size() - 1;
   }
   void close_slow();
-  std::size_t matching_frame_slow(const runtime::name_info* region) const noexcept;
   std::uint32_t local_event(std::uint32_t event);
   // Counter metrics of open frame `frame` (from 1): values at begin, children's inclusive.
   double* frame_counters(std::size_t frame) noexcept { return &frame_counters_[(frame - 1) * 2 * counters_]; }

@@ -12,7 +12,8 @@
 //   - without a group (nullptr: a per-process output) at the final flush, when
 //     no group ever came (MPI_Init was never called),
 // then hands it what it held, in the order it came, and forwards everything
-// after. Events over the bound are dropped and counted: every later flush
+// after. Events over the bound are dropped and counted (a region's end goes
+// where its begin went, so that the records held still nest): every later flush
 // passes them in events_dropped and as the runtime metadata
 // "events-dropped-before-process-group".
 #pragma once
