@@ -580,6 +580,23 @@ TEST_CASE("a fork child (abandon) writes nothing; describe() names the directory
   CHECK(written.backend->describe() == "tau profile: " + written.dir.path() + " (2 threads)");
 }
 
+TEST_CASE("nothing recorded, or only on other threads: the main thread's profile.0.0.0 is there") {
+  // ParaProf, pprof and hatchet read a run from its profile.N.0.0; a run that
+  // recorded nothing had no profile at all.
+  fixture nothing;
+  const tc::report empty = nothing.finish();
+  CHECK(nothing.files() == std::set<std::string>{"profile.0.0.0"});
+  check_entry(entry(empty.find(0, 0), ".TAU application"), 1, 0, 0, 0);
+  CHECK(empty.find(0, 0)->functions.size() == 1);
+  CHECK(nothing.backend->describe() == "tau profile: " + nothing.dir.path() + " (1 thread)");
+
+  fixture worker_only;
+  worker_only.feed(worker_only.worker, {mark(0, worker_only.names.add("x"))});
+  const tc::report two = worker_only.finish();
+  CHECK(two.find(0, 0)->attribute("Thread Name") == "main");
+  CHECK(two.find(0, 1)->attribute("Thread Name") == "worker");
+}
+
 TEST_CASE("a directory gone by the end: nothing written, said once, describe() says why") {
   fixture run;
   run.feed(run.main_thread, {mark(0, run.names.add("x"))});

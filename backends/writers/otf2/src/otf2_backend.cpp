@@ -396,7 +396,7 @@ class otf2_backend final : public runtime::backend {
     if (failed_ && group_ == nullptr) {
       OTF2_Archive_Close(archive_);
       archive_ = nullptr;
-      report_failure();
+      report_problems();
       return;
     }
     if (group_ != nullptr && !group_->collectives_available()) {
@@ -411,6 +411,9 @@ class otf2_backend final : public runtime::backend {
       abandon();
       return;
     }
+    // The main thread is always a location, events or not: readers reject an
+    // archive without locations (docs/formats.md, "Nothing recorded").
+    thread_location(session_.pid, true, {});
     for (std::uint32_t id = 0; id < locations_.size(); ++id)
       write_communication_before(id, INT64_MAX, false);
     // Leave what is still open at the session's end.
@@ -438,7 +441,7 @@ class otf2_backend final : public runtime::backend {
       unify_and_write_definitions(local);
     ok(OTF2_Archive_Close(archive_), "closing the archive");
     archive_ = nullptr;
-    report_failure();
+    report_problems();
   }
 
   void abandon() noexcept override {
@@ -466,6 +469,11 @@ class otf2_backend final : public runtime::backend {
     if (failed_ || errors_.count > 0)
       fmt::format_to(std::back_inserter(line), ", incomplete: {}", failed_ ? error_ : errors_.first);
     if (errors_.count > 1) fmt::format_to(std::back_inserter(line), " ({} errors from OTF2)", errors_.count);
+    if (markers_not_written_ > 0)
+      fmt::format_to(std::back_inserter(line),
+                     "; {} marks and data-object changes not written: OTF2 holds markers in memory "
+                     "until the end, ferret at most {} (FERRET::MARKERS_NOT_WRITTEN)",
+                     markers_not_written_, max_markers);
     return line;
   }
 
@@ -489,10 +497,12 @@ class otf2_backend final : public runtime::backend {
     return false;
   }
 
-  // One line per failed archive: describe() gives it at exit from
-  // FERRET_VERBOSE=1 on; below that only errors are shown, so it is said here.
-  void report_failure() const {
-    if ((failed_ || errors_.count > 0) && runtime::verbosity() < 1) runtime::print_message(describe());
+  // One line per archive that failed or lost markers: describe() gives it at
+  // exit from FERRET_VERBOSE=1 on; below that only errors and losses are
+  // shown, so it is said here.
+  void report_problems() const {
+    if ((failed_ || errors_.count > 0 || markers_not_written_ > 0) && runtime::verbosity() < 1)
+      runtime::print_message(describe());
   }
 
   // A time on the runtime's clock as an OTF2 timestamp on `where`, never

@@ -81,6 +81,10 @@
 // markers are kept until the final flush, which writes them and closes the
 // archive: the archive is readable only after the final flush.
 //
+// Nothing recorded: the archive holds the main thread's location, without
+// events (readers reject an archive without locations). Markers beyond the
+// limit are counted and said on stderr at exit, in the archive's line.
+//
 // MPI (docs/mpi.md): when libferret_mpi is loaded, the ranks of a run write ONE
 // archive. The backend holds what it receives until MPI_Init returns (at most
 // 2^20 events; the rest dropped and counted), then opens the archive with

@@ -198,6 +198,9 @@ class tau_backend final : public runtime::backend {
   void flush(const session_status& status) override {
     if (finished_ || !status.final) return;
     finished_ = true;
+    // The main thread always has a profile, records or not: readers need
+    // profile.N.0.0 (docs/formats.md, "Nothing recorded").
+    host_thread(session_.pid);
     for (auto& [tid, index] : host_index_) {
       thread_profile& thread = *threads_[index];
       if (thread.open_frames() == 0) continue;
