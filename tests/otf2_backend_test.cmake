@@ -27,6 +27,16 @@ target_link_libraries(otf2_backend_test PRIVATE ferret_otf2 ferret_otf2_check do
 add_test(NAME otf2_backend_test COMMAND otf2_backend_test)
 set_tests_properties(otf2_backend_test PROPERTIES LABELS "unit")
 
+# The memory of OTF2's buffers (chunk_pool) and the definition chunk size.
+add_executable(otf2_memory_test otf2_memory_test.cpp
+               ${PROJECT_SOURCE_DIR}/backends/writers/otf2/src/otf2_chunks.cpp
+               ${PROJECT_SOURCE_DIR}/backends/writers/otf2/src/otf2_definitions.cpp)
+target_include_directories(otf2_memory_test PRIVATE ${PROJECT_SOURCE_DIR}/backends/writers/otf2/src)
+target_link_libraries(otf2_memory_test PRIVATE PkgConfig::OTF2 fmt::fmt-header-only doctest_main
+                                               ferret_warnings)
+add_test(NAME otf2_memory_test COMMAND otf2_memory_test)
+set_tests_properties(otf2_memory_test PROPERTIES LABELS "unit")
+
 # The writers at their limits, run as a user runs them: a run that records
 # nothing (every backend), OTF2's marker limit, many short-lived threads into OTF2.
 add_executable(ferret-writer-limits support/writer_limits_app.cpp)
