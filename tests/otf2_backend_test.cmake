@@ -27,6 +27,31 @@ target_link_libraries(otf2_backend_test PRIVATE ferret_otf2 ferret_otf2_check do
 add_test(NAME otf2_backend_test COMMAND otf2_backend_test)
 set_tests_properties(otf2_backend_test PROPERTIES LABELS "unit")
 
+# The memory of OTF2's buffers (chunk_pool) and the definition chunk size.
+add_executable(otf2_memory_test otf2_memory_test.cpp
+               ${PROJECT_SOURCE_DIR}/backends/writers/otf2/src/otf2_chunks.cpp
+               ${PROJECT_SOURCE_DIR}/backends/writers/otf2/src/otf2_definitions.cpp)
+target_include_directories(otf2_memory_test PRIVATE ${PROJECT_SOURCE_DIR}/backends/writers/otf2/src)
+target_link_libraries(otf2_memory_test PRIVATE PkgConfig::OTF2 fmt::fmt-header-only doctest_main
+                                               ferret_warnings)
+add_test(NAME otf2_memory_test COMMAND otf2_memory_test)
+set_tests_properties(otf2_memory_test PROPERTIES LABELS "unit")
+
+# The writers at their limits, run as a user runs them: a run that records
+# nothing (every backend), OTF2's marker limit, many short-lived threads into OTF2.
+add_executable(ferret-writer-limits support/writer_limits_app.cpp)
+target_link_libraries(ferret-writer-limits PRIVATE ferret::chrome Threads::Threads ferret_warnings)
+add_dependencies(ferret-writer-limits ferret_otf2 ferret_tau ferret_summary ferret_report)
+add_executable(writer_limits_test writer_limits_test.cpp)
+target_compile_definitions(writer_limits_test PRIVATE
+  FERRET_WRITER_LIMITS_APP="$<TARGET_FILE:ferret-writer-limits>"
+  FERRET_OTF2_PRINT="${FERRET_OTF2_PRINT}" FERRET_OTF2_PYTHON="${FERRET_OTF2_PYTHON}"
+  FERRET_OTF2_PYTHON_READER="${CMAKE_CURRENT_SOURCE_DIR}/support/otf2_python_reader.py")
+target_link_libraries(writer_limits_test PRIVATE ferret_run_program ferret::trace_check ferret_otf2_check
+                                                 ferret::tau_check doctest_main ferret_warnings)
+add_test(NAME writer_limits_test COMMAND writer_limits_test)
+set_tests_properties(writer_limits_test PROPERTIES LABELS "process")
+
 add_test(NAME otf2_example
          COMMAND ${CMAKE_COMMAND} -DHEAT=$<TARGET_FILE:heat> -DCHECK=$<TARGET_FILE:ferret-otf2-check>
                  ${otf2_readers} -DWORK=${CMAKE_CURRENT_BINARY_DIR}/otf2_example

@@ -9,6 +9,7 @@
 #include "support/backend_test_support.hpp"
 
 #include <doctest/doctest.h>
+#include <otf2/otf2.h>
 
 #include <cerrno>
 #include <cstdint>
@@ -390,6 +391,66 @@ TEST_CASE("abandon() writes no archive") {
   f.backend->abandon();
   f.flush(true);  // ignored after abandon()
   CHECK(!std::filesystem::exists(f.anchor));
+}
+
+TEST_CASE("nothing recorded: the main thread's location without events, which every reader reads") {
+  // A program that made no call ferret records (a CUDA sample that waived
+  // itself): an archive without locations is one the readers reject.
+  fixture f;
+  f.flush(false);
+  f.flush(true);
+  const check::report report = f.checked();
+  f.printed();
+  REQUIRE(report.locations.size() == 1);
+  CHECK(report.locations.at(0).name == "main thread");
+  CHECK(report.locations.at(0).type == 1);  // CPU thread
+  CHECK(report.locations.at(0).events_defined == 0);
+  CHECK(report.locations.at(0).events_read == 0);
+  CHECK(report.properties.at("FERRET::EVENTS_RECORDED") == "0");
+  CHECK(f.backend->describe().find("(1 locations)") != std::string::npos);
+}
+
+TEST_CASE("the checker rejects an archive without locations, which no reader reads") {
+  // As ferret wrote one for a run that recorded nothing: clock properties, no location.
+  ferret::testing::temp_directory dir{"ferret-otf2-test"};
+  OTF2_Archive* archive = OTF2_Archive_Open(dir.file("empty").c_str(), "traces", OTF2_FILEMODE_WRITE,
+                                            OTF2_CHUNK_SIZE_MIN, OTF2_CHUNK_SIZE_MIN, OTF2_SUBSTRATE_POSIX,
+                                            OTF2_COMPRESSION_NONE);
+  REQUIRE(archive != nullptr);
+  OTF2_FlushCallbacks flush{
+      [](void*, OTF2_FileType, OTF2_LocationRef, void*, bool) -> OTF2_FlushType { return OTF2_FLUSH; },
+      [](void*, OTF2_FileType, OTF2_LocationRef) -> OTF2_TimeStamp { return 0; }};
+  CHECK(OTF2_Archive_SetFlushCallbacks(archive, &flush, nullptr) == OTF2_SUCCESS);
+  CHECK(OTF2_Archive_SetSerialCollectiveCallbacks(archive) == OTF2_SUCCESS);
+  CHECK(OTF2_Archive_OpenEvtFiles(archive) == OTF2_SUCCESS);
+  CHECK(OTF2_Archive_CloseEvtFiles(archive) == OTF2_SUCCESS);
+  OTF2_GlobalDefWriter* definitions = OTF2_Archive_GetGlobalDefWriter(archive);
+  REQUIRE(definitions != nullptr);
+  CHECK(OTF2_GlobalDefWriter_WriteClockProperties(definitions, 1'000'000'000, 0, 0, 0) == OTF2_SUCCESS);
+  CHECK(OTF2_Archive_Close(archive) == OTF2_SUCCESS);
+  const check::report report = check::check_archive(dir.file("empty/traces.otf2"));
+  CHECK(report.errors == std::vector<std::string>{
+                             "no locations: otf2-print and the OTF2 readers read no archive without one"});
+}
+
+TEST_CASE("markers beyond the limit: counted in the archive and said in describe()") {
+  fixture f;
+  const rt::name_info* tick = f.names.add("tick");
+  constexpr std::int64_t marks = 100'003;
+  std::vector<rt::record> records;
+  for (std::int64_t i = 0; i < marks; ++i) records.push_back(mark(10 * i, tick));
+  f.backend->thread_records(f.main_thread, records.data(), records.size());
+  f.recorded += records.size();
+  f.flush(true);
+  const check::report report = f.checked();
+  CHECK(report.markers.size() == 100'000);
+  CHECK(report.properties.at("FERRET::MARKERS") == "100000");
+  CHECK(report.properties.at("FERRET::MARKERS_NOT_WRITTEN") == "3");
+  // The exit line names the loss (the runtime prints describe() at exit; at
+  // FERRET_VERBOSE=0 the backend prints it itself: tests/otf2_outputs.cmake).
+  CHECK(f.backend->describe().find("; 3 marks and data-object changes not written: OTF2 holds markers in "
+                                   "memory until the end, ferret at most 100000 "
+                                   "(FERRET::MARKERS_NOT_WRITTEN)") != std::string::npos);
 }
 
 TEST_CASE("memory stays bounded: full chunks reach the disk before the final flush") {

@@ -495,6 +495,119 @@ TEST_CASE("nesting deeper than the call-path limit is folded, counted and costs 
   CHECK(run.backend->describe().find("99969 calls nested deeper than 31 levels") != std::string::npos);
 }
 
+namespace {
+
+// OpenMP's recursive fibonacci as the OpenMP collector records it: each task
+// waits in a taskwait for two child tasks of two task constructs, which its
+// thread runs inside the wait. The counter "items" grows by one at each task's
+// and each wait's begin.
+struct task_tree {
+  explicit task_tree(fixture& run)
+      : task_sites{run.names.add("task", "openmp", "fib.cpp", 32),
+                   run.names.add("task", "openmp", "fib.cpp", 34)},
+        taskwait{run.names.add("taskwait", "openmp", "fib.cpp", 36)},
+        wait{run.names.add("taskwait wait", "openmp", "fib.cpp", 36)},
+        implicit_task{run.names.add("implicit task", "openmp")},
+        items{run.names.add("items")} {}
+
+  const rt::name_info* task_sites[2];
+  const rt::name_info* taskwait;
+  const rt::name_info* wait;
+  const rt::name_info* implicit_task;
+  const rt::name_info* items;
+  std::vector<rt::record> records;
+  std::int64_t now = 0;
+  double counted = 0;
+  std::uint64_t tasks[2] = {0, 0};
+  std::uint64_t waits_in[2] = {0, 0};  // by the construct of the waiting task
+  std::uint64_t waits = 0;
+  std::int64_t wait_own_ns = 0;  // the waits' time without the tasks run inside them
+
+  void count() { records.push_back(sample(now, items, ++counted)); }
+
+  // A task of construct `site` with `depth` levels of tasks below it; its span.
+  std::int64_t task(int site, int depth) {
+    const std::int64_t start = now;
+    records.push_back(begin(now, task_sites[site]));
+    count();
+    now += 10;
+    ++tasks[site];
+    if (depth > 0) {
+      records.push_back(begin(now, taskwait));
+      now += 10;
+      const std::int64_t wait_start = now;
+      records.push_back(begin(now, wait));
+      count();
+      ++waits;
+      ++waits_in[site];
+      now += 10;
+      std::int64_t nested = task(0, depth - 1);
+      now += 10;
+      nested += task(1, depth - 1);
+      now += 10;
+      records.push_back(end(now, wait));
+      wait_own_ns += now - wait_start - nested;
+      now += 10;
+      records.push_back(end(now, taskwait));
+      now += 10;
+    }
+    records.push_back(end(now, task_sites[site]));
+    const std::int64_t span = now - start;
+    now += 10;
+    return span;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("OpenMP tasks: a call path of their own, not the waits their thread ran them in") {
+  // 2^13 - 1 tasks: through the waits, their call paths followed the
+  // scheduling and doubled with each level (the OpenMP example's profile: 117 MB
+  // for 2 threads, 21,100 call paths each).
+  std::vector<std::string> counters;
+  SUBCASE("TIME only") {}
+  SUBCASE("TIME and a counter metric") { counters = {"items"}; }
+  fixture run{counters};
+  task_tree tree{run};
+  tree.records.push_back(begin(0, tree.implicit_task));
+  tree.now = 10;
+  tree.task(0, 12);
+  tree.records.push_back(end(tree.now, tree.implicit_task));
+  run.backend->thread_records(run.main_thread, tree.records.data(), tree.records.size());
+  const tc::report r = run.finish();
+  const tc::profile* time = r.find(0, 0, "TIME");
+  REQUIRE(time != nullptr);
+
+  std::set<std::string> paths;
+  for (const tc::function_line& f : time->functions)
+    if (f.name.find(" => ") != std::string::npos) paths.insert(f.name);
+  const std::string a = ".TAU application => task [{fib.cpp} {32,0}]";
+  const std::string b = ".TAU application => task [{fib.cpp} {34,0}]";
+  const std::string waiting = " => taskwait [{fib.cpp} {36,0}] => taskwait wait [{fib.cpp} {36,0}]";
+  const std::string taskwait = " => taskwait [{fib.cpp} {36,0}]";
+  CHECK(paths == std::set<std::string>{".TAU application => implicit task", a, a + taskwait, a + waiting, b,
+                                        b + taskwait, b + waiting});
+  CHECK(time->attribute("callpath-folded-calls") == "0");
+  CHECK(entry(time, "task [{fib.cpp} {32,0}]").calls == tree.tasks[0]);
+  CHECK(entry(time, "task [{fib.cpp} {34,0}]").calls == tree.tasks[1]);
+  // A wait's time is its own, not the tasks run in it; the root's children add
+  // up to no more than the thread's time (tau_check: P4).
+  const tc::function_line& wait_time = entry(time, "taskwait wait [{fib.cpp} {36,0}]");
+  CHECK(wait_time.calls == tree.waits);
+  CHECK(wait_time.subroutines == 0);
+  CHECK(wait_time.inclusive == doctest::Approx(static_cast<double>(tree.wait_own_ns) / 1000.0));
+  CHECK(wait_time.exclusive == doctest::Approx(wait_time.inclusive));
+  if (counters.empty()) return;
+  // The counter metric likewise: each wait counted one item itself.
+  const tc::profile* items = r.find(0, 0, "items");
+  REQUIRE(items != nullptr);
+  CHECK(entry(items, "taskwait wait [{fib.cpp} {36,0}]").inclusive ==
+        doctest::Approx(static_cast<double>(tree.waits)));
+  CHECK(entry(items, "task [{fib.cpp} {32,0}]").inclusive ==
+        doctest::Approx(static_cast<double>(tree.tasks[0] + tree.waits_in[0])));
+  CHECK(entry(items, ".TAU application => implicit task").inclusive == doctest::Approx(0.0));
+}
+
 TEST_CASE("user events of huge finite samples: the sum of squares saturates, nothing is INF") {
   fixture run;
   const auto* big = run.names.add("big");
@@ -580,6 +693,23 @@ TEST_CASE("a fork child (abandon) writes nothing; describe() names the directory
   written.feed(written.worker, {mark(0, written.names.add("y"))});
   written.finish();
   CHECK(written.backend->describe() == "tau profile: " + written.dir.path() + " (2 threads)");
+}
+
+TEST_CASE("nothing recorded, or only on other threads: the main thread's profile.0.0.0 is there") {
+  // ParaProf, pprof and hatchet read a run from its profile.N.0.0; a run that
+  // recorded nothing had no profile at all.
+  fixture nothing;
+  const tc::report empty = nothing.finish();
+  CHECK(nothing.files() == std::set<std::string>{"profile.0.0.0"});
+  check_entry(entry(empty.find(0, 0), ".TAU application"), 1, 0, 0, 0);
+  CHECK(empty.find(0, 0)->functions.size() == 1);
+  CHECK(nothing.backend->describe() == "tau profile: " + nothing.dir.path() + " (1 thread)");
+
+  fixture worker_only;
+  worker_only.feed(worker_only.worker, {mark(0, worker_only.names.add("x"))});
+  const tc::report two = worker_only.finish();
+  CHECK(two.find(0, 0)->attribute("Thread Name") == "main");
+  CHECK(two.find(0, 1)->attribute("Thread Name") == "worker");
 }
 
 TEST_CASE("a directory gone by the end: nothing written, said once, describe() says why") {

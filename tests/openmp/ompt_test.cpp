@@ -1,7 +1,8 @@
 // What the OpenMP collector records, seen from outside: real OpenMP programs
 // (LLVM's libomp and libomptarget, GNU's libgomp) run with the chrome
 // backend, and their traces are checked strictly (ferret::trace_check) and
-// read with nlohmann::json. Each case is its own CTest test (--test-case).
+// read with nlohmann::json; one case writes a TAU profile (ferret::tau_check).
+// Each case is its own CTest test (--test-case).
 #include <doctest/doctest.h>
 #include <unistd.h>
 
@@ -18,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support/run_program.hpp"
+#include "tau_check.hpp"
 #include "trace_check.hpp"
 
 namespace fs = std::filesystem;
@@ -374,6 +376,40 @@ TEST_CASE("libgomp: one clear line, and the program runs on") {
   const ferret::trace_check::report check = ferret::trace_check::check_file((directory / "trace.json").string());
   CHECK(check.ok());
   CHECK(check.name_counts.count("gomp program") == 1);
+}
+
+TEST_CASE("tau_tasks: in the TAU profile each task construct is a call path of its own") {
+  // fibonacci(10)'s 176 tasks, run by two threads inside each other's waits:
+  // with call paths through the waits, each thread had 230 to 250 of them, and
+  // the OpenMP example (fibonacci(20)) 21,100 (tau_thread_profile.hpp).
+  const fs::path directory = fresh_directory("tau-tasks");
+  ferret::testing::environment variables = llvm_environment();
+  variables.emplace_back("FERRET_BACKEND", "tau");
+  variables.emplace_back("FERRET_OUTPUT", (directory / "profile").string());
+  const ferret::testing::program_result ran = ferret::testing::run_program(
+      directory, {FERRET_OMPT_HOST_PROGRAM_GNU_ABI}, variables, std::chrono::minutes{2});
+  INFO("stderr: " << ran.err);
+  REQUIRE(ran.exit_code == 0);
+  const ferret::tau_check::report check = ferret::tau_check::check_directory((directory / "profile").string());
+  for (const std::string& error : check.errors) INFO(error);
+  CHECK(check.ok());
+  std::uint64_t task_calls = 0;
+  for (const auto& [file, profile] : check.profiles) {
+    INFO(file);
+    std::size_t paths = 0;
+    for (const ferret::tau_check::function_line& f : profile.functions) {
+      if (f.name.find(" => ") == std::string::npos) {
+        if (f.name.rfind("task [", 0) == 0) task_calls += f.calls;
+        continue;
+      }
+      ++paths;
+      // A task is the root's child, wherever it ran.
+      const std::size_t task = f.name.find(" => task [");
+      if (task != std::string::npos) CHECK(task == std::string{".TAU application"}.size());
+    }
+    CHECK(paths <= 60);
+  }
+  CHECK(task_calls == 176);
 }
 
 TEST_CASE("off: without FERRET_BACKEND the tool stays out") {

@@ -377,6 +377,13 @@ report check_archive(const std::string& anchor) {
     return out;
   }
   OTF2_Reader_CloseGlobalDefReader(reader, defs);
+  if (out.locations.empty()) {
+    // OTF2's event reader then fails ("The structural integrity is not
+    // given") and otf2-print prints no events: no reader reads such an archive.
+    out.errors.push_back("no locations: otf2-print and the OTF2 readers read no archive without one");
+    OTF2_Reader_Close(reader);
+    return out;
+  }
 
   for (const auto& [id, location] : out.locations) OTF2_Reader_SelectLocation(reader, id);
   const bool have_defs = OTF2_Reader_OpenDefFiles(reader) == OTF2_SUCCESS;

@@ -1,11 +1,12 @@
 // ferret::otf2_check — reads an OTF2 archive back with the OTF2 reader API and
-// checks what every reader relies on: each location's events in time order,
-// Enter/Leave balanced and properly nested per location, every referenced
-// region and location defined, each RMA operation completed once, each MPI
-// request completed once and each MPI collective begun before it ends. Collects
-// what the tests compare: region names, location types, copies and bytes,
-// metric samples, attributes, markers, archive properties, and per region its
-// calls and inclusive time (to compare with the same run in another format).
+// checks what every reader relies on: a location at least, each location's
+// events in time order, Enter/Leave balanced and properly nested per location,
+// every referenced region and location defined, each RMA operation completed
+// once, each MPI request completed once and each MPI collective begun before
+// it ends. Collects what the tests compare: region names, location types,
+// copies and bytes, metric samples, attributes, markers, archive properties,
+// and per region its calls and inclusive time (to compare with the same run in
+// another format).
 #pragma once
 
 #include <cstdint>

@@ -27,6 +27,7 @@
 #include <variant>
 #include <vector>
 
+#include "otf2_chunks.hpp"
 #include "otf2_collectives.hpp"
 #include "otf2_definitions.hpp"
 #include "otf2_errors.hpp"
@@ -176,50 +177,11 @@ struct location_group_def {
 
 OTF2_FlushType pre_flush(void*, OTF2_FileType, OTF2_LocationRef, void*, bool) { return OTF2_FLUSH; }
 
-// OTF2 writes a buffer's chunks to disk only when it cannot get another chunk:
-// without memory callbacks it mallocs without limit and holds the whole trace
-// until the archive is closed. These callbacks give each event buffer at most
-// max_event_chunks chunks; the next request fails, which makes OTF2 flush that
-// buffer (pre_flush says OTF2_FLUSH), release its chunks and ask again.
-// Definition and marker buffers are not limited (they are small).
-constexpr std::uint64_t chunk_size_events = 1024 * 1024;
-constexpr std::uint64_t chunk_size_definitions = 4 * 1024 * 1024;
-constexpr std::size_t max_event_chunks = 4;  // 4 MiB per location at most
-
-struct chunk_list {
-  std::vector<void*> chunks;
-};
-
-void* allocate_chunk(void*, OTF2_FileType type, OTF2_LocationRef, void** per_buffer,
-                     uint64_t size) {
-  auto* list = static_cast<chunk_list*>(*per_buffer);
-  if (list == nullptr) {
-    list = new (std::nothrow) chunk_list;
-    if (list == nullptr) return nullptr;
-    *per_buffer = list;
-  }
-  if (type == OTF2_FILETYPE_EVENTS && list->chunks.size() >= max_event_chunks) return nullptr;
-  void* chunk = std::malloc(size);
-  if (chunk == nullptr) return nullptr;
-  try {
-    list->chunks.push_back(chunk);
-  } catch (...) {
-    std::free(chunk);
-    return nullptr;
-  }
-  return chunk;
-}
-
-void free_chunks(void*, OTF2_FileType, OTF2_LocationRef, void** per_buffer, bool final) {
-  auto* list = static_cast<chunk_list*>(*per_buffer);
-  if (list == nullptr) return;
-  for (void* chunk : list->chunks) std::free(chunk);
-  list->chunks.clear();
-  if (final) {
-    delete list;
-    *per_buffer = nullptr;
-  }
-}
+// Event chunks of OTF2's smallest size: OTF2 fills a buffer's last chunk whole
+// when it writes it, at the latest when the location's buffer is closed
+// (otf2_chunks.hpp). The definition chunk size is set at the final flush, from
+// the largest definition record (definition_chunk_size).
+constexpr std::uint64_t chunk_size_events = OTF2_CHUNK_SIZE_MIN;
 
 std::vector<OTF2_Archive*>& abandoned_archives() {
   // Never destroyed, so that the handles stay reachable to the end.
@@ -245,7 +207,7 @@ class otf2_backend final : public runtime::backend {
   std::string start() {
     const otf2_error_scope errors{errors_};
     archive_ = OTF2_Archive_Open(directory_.c_str(), archive_name, OTF2_FILEMODE_WRITE,
-                                 chunk_size_events, chunk_size_definitions,
+                                 chunk_size_events, OTF2_UNDEFINED_UINT64,
                                  OTF2_SUBSTRATE_POSIX, OTF2_COMPRESSION_NONE);
     if (archive_ == nullptr) return "OTF2_Archive_Open failed";
     flush_callbacks_.otf2_pre_flush = pre_flush;
@@ -254,10 +216,8 @@ class otf2_backend final : public runtime::backend {
     flush_callbacks_.otf2_post_flush = [](void* data, OTF2_FileType, OTF2_LocationRef location) {
       return static_cast<otf2_backend*>(data)->last_time(location);
     };
-    memory_callbacks_.otf2_allocate = allocate_chunk;
-    memory_callbacks_.otf2_free_all = free_chunks;
     if (!ok(OTF2_Archive_SetFlushCallbacks(archive_, &flush_callbacks_, this), "flush callbacks") ||
-        !ok(OTF2_Archive_SetMemoryCallbacks(archive_, &memory_callbacks_, nullptr),
+        !ok(OTF2_Archive_SetMemoryCallbacks(archive_, &chunk_pool::callbacks, &chunks_),
             "memory callbacks") ||
         !ok(group_ != nullptr ? set_collective_callbacks(archive_, *group_)
                               : OTF2_Archive_SetSerialCollectiveCallbacks(archive_),
@@ -389,9 +349,10 @@ class otf2_backend final : public runtime::backend {
     const otf2_error_scope errors{errors_};
     // A run's ranks close the archive together, whatever failed on one of them.
     if (failed_ && group_ == nullptr) {
+      OTF2_Archive_SetDefChunkSize(archive_, OTF2_CHUNK_SIZE_MIN);  // for the anchor file Close writes
       OTF2_Archive_Close(archive_);
       archive_ = nullptr;
-      report_failure();
+      report_problems();
       return;
     }
     if (group_ != nullptr && !group_->collectives_available()) {
@@ -406,22 +367,27 @@ class otf2_backend final : public runtime::backend {
       abandon();
       return;
     }
+    // The main thread is always a location, events or not: readers reject an
+    // archive without locations (docs/formats.md, "Nothing recorded").
+    thread_location(session_.pid, true, {});
     for (std::uint32_t id = 0; id < locations_.size(); ++id)
       write_communication_before(id, INT64_MAX, false);
     std::vector<std::uint64_t> event_counts(locations_.size(), 0);
-    for (std::size_t id = 0; id < locations_.size(); ++id) {
+    // Newest first: OTF2 finds the writer to close in a list of the open ones,
+    // newest at its head (oldest first, closing n writers takes n²/2 steps).
+    for (std::size_t id = locations_.size(); id-- > 0;) {
       OTF2_EvtWriter_GetNumberOfEvents(locations_[id].writer, &event_counts[id]);
       ok(OTF2_Archive_CloseEvtWriter(archive_, locations_[id].writer), "closing an event writer");
     }
     ok(OTF2_Archive_CloseEvtFiles(archive_), "closing the event files");
     const definitions local = local_definitions(event_counts, status);
     if (group_ == nullptr)
-      write_definitions(local, nullptr);
+      write_definitions(local, nullptr, definition_chunk_size(local, {}));
     else
       unify_and_write_definitions(local);
     ok(OTF2_Archive_Close(archive_), "closing the archive");
     archive_ = nullptr;
-    report_failure();
+    report_problems();
   }
 
   void abandon() noexcept override {
@@ -449,6 +415,11 @@ class otf2_backend final : public runtime::backend {
     if (failed_ || errors_.count > 0)
       fmt::format_to(std::back_inserter(line), ", incomplete: {}", failed_ ? error_ : errors_.first);
     if (errors_.count > 1) fmt::format_to(std::back_inserter(line), " ({} errors from OTF2)", errors_.count);
+    if (markers_not_written_ > 0)
+      fmt::format_to(std::back_inserter(line),
+                     "; {} marks and data-object changes not written: OTF2 holds markers in memory "
+                     "until the end, ferret at most {} (FERRET::MARKERS_NOT_WRITTEN)",
+                     markers_not_written_, max_markers);
     return line;
   }
 
@@ -472,10 +443,12 @@ class otf2_backend final : public runtime::backend {
     return false;
   }
 
-  // One line per failed archive: describe() gives it at exit from
-  // FERRET_VERBOSE=1 on; below that only errors are shown, so it is said here.
-  void report_failure() const {
-    if ((failed_ || errors_.count > 0) && runtime::verbosity() < 1) runtime::print_message(describe());
+  // One line per archive that failed or lost markers: describe() gives it at
+  // exit from FERRET_VERBOSE=1 on; below that only errors and losses are
+  // shown, so it is said here.
+  void report_problems() const {
+    if ((failed_ || errors_.count > 0 || markers_not_written_ > 0) && runtime::verbosity() < 1)
+      runtime::print_message(describe());
   }
 
   // A time on the runtime's clock as an OTF2 timestamp on `where`, never
@@ -980,8 +953,11 @@ class otf2_backend final : public runtime::backend {
   }
 
   // Local definition files (with `mappings` when the ids are local to this
-  // rank) and, on rank 0 or alone, the global definitions, markers and properties.
-  void write_definitions(const definitions& global, const id_mappings* mappings) {
+  // rank) and, on rank 0 or alone, the global definitions, markers and
+  // properties. `chunk_size`: the definition chunk size (rank 0's counts; the
+  // others pass OTF2_UNDEFINED_UINT64).
+  void write_definitions(const definitions& global, const id_mappings* mappings, std::uint64_t chunk_size) {
+    ok(OTF2_Archive_SetDefChunkSize(archive_, chunk_size), "setting the definition chunk size");
     ok(OTF2_Archive_OpenDefFiles(archive_), "opening the definition files");
     for (std::uint32_t id = 0; id < locations_.size(); ++id) {
       OTF2_DefWriter* writer = OTF2_Archive_GetDefWriter(archive_, global_location(id));
@@ -1056,6 +1032,7 @@ class otf2_backend final : public runtime::backend {
                 exchanged;
 
     definitions global;
+    std::uint64_t chunk_size = root ? definition_chunk_size(global, {}) : OTF2_UNDEFINED_UINT64;
     std::vector<std::uint64_t> mapping_sizes(root ? ranks : 0);
     std::vector<unsigned char> all_mappings;
     if (root && exchanged) {
@@ -1069,6 +1046,7 @@ class otf2_backend final : public runtime::backend {
       }
       std::vector<id_mappings> mappings;
       global = unify(received, mappings);
+      chunk_size = definition_chunk_size(global, mappings);
       for (std::uint32_t r = 0; r < ranks; ++r) {
         const std::vector<unsigned char> mapping = serialize(mappings[r]);
         mapping_sizes[r] = mapping.size();
@@ -1089,7 +1067,7 @@ class otf2_backend final : public runtime::backend {
       fail("exchanging the definitions with the other ranks failed");
     else if (!deserialize(mapping_bytes.data(), mapping_bytes.size(), mappings, problem))
       fail("mappings from rank 0: " + problem);
-    write_definitions(global, &mappings);
+    write_definitions(global, &mappings, chunk_size);
   }
 
   void fail(std::string what) {
@@ -1105,7 +1083,7 @@ class otf2_backend final : public runtime::backend {
   std::uint64_t location_base_;    // rank << 32
   OTF2_Archive* archive_ = nullptr;
   OTF2_FlushCallbacks flush_callbacks_{};
-  OTF2_MemoryCallbacks memory_callbacks_{};
+  chunk_pool chunks_;  // the memory of OTF2's buffers
   bool closed_ = false;
   bool failed_ = false;
   std::string error_;

@@ -74,12 +74,20 @@
 // a failed archive is one line, at exit (FERRET_VERBOSE=1) or when it fails
 // (FERRET_VERBOSE=0), with OTF2's first message and how many it gave.
 //
-// Memory stays bounded: events go through OTF2's buffered event writers (1 MiB
-// chunks); memory callbacks give each location at most 4 chunks, and when a
-// writer needs a fifth OTF2 flushes that location's chunks to its .evt file
-// (OTF2 then adds a BufferFlush record). Definitions (names, locations) and
+// Memory stays bounded: events go through OTF2's buffered event writers (256 KiB
+// chunks, mapped as needed); a location gets more than one chunk only while it
+// holds fewer than 16 and all locations together less than 64 MiB, and when a
+// writer is refused one OTF2 flushes that location's chunks to its .evt file
+// (OTF2 then adds a BufferFlush record): otf2_chunks.hpp. A location costs its
+// unwritten events, up to a chunk, and a few pages at exit (OTF2 fills each
+// buffer's last chunk when it writes it; the definition chunk is as small as the
+// largest definition record allows). Definitions (names, locations) and
 // markers are kept until the final flush, which writes them and closes the
 // archive: the archive is readable only after the final flush.
+//
+// Nothing recorded: the archive holds the main thread's location, without
+// events (readers reject an archive without locations). Markers beyond the
+// limit are counted and said on stderr at exit, in the archive's line.
 //
 // MPI (docs/mpi.md): when libferret_mpi is loaded, the ranks of a run write ONE
 // archive. The backend holds what it receives until MPI_Init returns (at most

@@ -477,4 +477,23 @@ std::string write_markers(OTF2_MarkerWriter* writer, const definitions& g) {
   return {};
 }
 
+std::uint64_t definition_chunk_size(const definitions& global, const std::vector<id_mappings>& mappings) {
+  // Upper bounds of OTF2's encoding: a compressed integer takes at most 9
+  // bytes, a record's header (type and length) at most 10.
+  constexpr std::uint64_t integer = 9, header = 10;
+  std::uint64_t largest = 10 * global.locations.size();  // OTF2's own rule of thumb
+  const auto fit = [&largest](std::uint64_t record) { largest = std::max(largest, header + record); };
+  for (const std::string& text : global.strings) fit(integer + text.size() + 1);
+  for (const marker& mark : global.markers) fit(6 * integer + mark.text.size() + 1);
+  for (const group_definition& group : global.groups) fit((6 + group.members.size()) * integer);
+  for (const id_mappings& rank : mappings)
+    for (const std::vector<std::uint32_t>* ids : {&rank.strings, &rank.regions, &rank.metrics, &rank.attributes,
+                                                  &rank.groups, &rank.comms, &rank.rma_windows})
+      fit((3 + 2 * ids->size()) * integer);  // a sparse map at worst: (local, global) pairs
+  constexpr std::uint64_t chunk_header = 64;  // more than OTF2's
+  std::uint64_t size = OTF2_CHUNK_SIZE_MIN;
+  while (size < largest + chunk_header && size < OTF2_CHUNK_SIZE_MAX) size *= 2;
+  return size;
+}
+
 }  // namespace ferret::otf2

@@ -179,4 +179,12 @@ std::string write_mapping_tables(OTF2_DefWriter* writer, const id_mappings& mapp
 /// Writes the markers and their definitions. Returns "" or the failing call.
 std::string write_markers(OTF2_MarkerWriter* writer, const definitions& global);
 
+/// The definition chunk size an archive needs (OTF2_Archive_SetDefChunkSize):
+/// room for its largest definition record (a string, a marker text, a group's
+/// members, a mapping table of `mappings`), at least OTF2_CHUNK_SIZE_MIN, at
+/// most OTF2_CHUNK_SIZE_MAX (a larger record then fails to be written, and
+/// says so). OTF2 fills a definition buffer's chunk whole when it writes it,
+/// once per location: the smaller, the cheaper.
+std::uint64_t definition_chunk_size(const definitions& global, const std::vector<id_mappings>& mappings);
+
 }  // namespace ferret::otf2

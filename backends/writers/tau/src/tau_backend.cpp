@@ -139,7 +139,7 @@ class tau_backend final : public runtime::backend {
         if (const std::uint32_t node = thread.cached_child(r.name); node != 0)
           thread.enter(node);
         else
-          thread.begin(r.name, function_of(r.name));
+          begin_region(thread, r.name);
       } else if (r.kind == record_kind::region_end) {
         // The innermost open region (see runtime::record); with none open (a
         // backend driven without the runtime) the end is ignored.
@@ -194,6 +194,9 @@ class tau_backend final : public runtime::backend {
   void flush(const session_status& status) override {
     if (finished_ || !status.final) return;
     finished_ = true;
+    // The main thread always has a profile, records or not: readers need
+    // profile.N.0.0 (docs/formats.md, "Nothing recorded").
+    host_thread(session_.pid);
     for (std::size_t m = 1; m < metrics_.size(); ++m)
       if (!counter_seen_[m])
         runtime::print_message(fmt::format(
@@ -253,18 +256,26 @@ class tau_backend final : public runtime::backend {
     return it->second;
   }
 
+  struct region_function {
+    const name_info* source;
+    std::uint32_t function;
+    bool task;  // an OpenMP explicit task: a call path of its own (tau_thread_profile.hpp)
+  };
+
   // The function of a region name, cached per name record.
-  std::uint32_t function_of(const name_info* name) {
+  const region_function& function_of(const name_info* name) {
     if (name->id >= function_of_name_.size())
-      function_of_name_.resize(std::size_t{name->id} + 1, {nullptr, 0});
-    auto& [source, index] = function_of_name_[name->id];
-    if (source != name) {
-      source = name;
-      index = function(name->file.empty() ? profile_name(name->name)
-                                          : located_name(name->name, name->file, name->line),
-                       group_of(*name));
+      function_of_name_.resize(std::size_t{name->id} + 1, {nullptr, 0, false});
+    region_function& entry = function_of_name_[name->id];
+    if (entry.source != name) {
+      entry.source = name;
+      entry.function = function(name->file.empty() ? profile_name(name->name)
+                                                   : located_name(name->name, name->file, name->line),
+                                group_of(*name));
+      // The OpenMP collector's region for an explicit task (docs/openmp.md).
+      entry.task = name->domain == "openmp" && name->name == "task";
     }
-    return index;
+    return entry;
   }
 
   std::uint32_t event(const std::string& text) {
@@ -301,6 +312,14 @@ class tau_backend final : public runtime::backend {
 
   // --- host regions ----------------------------------------------------------
 
+  void begin_region(thread_profile& thread, const name_info* name) {
+    const region_function& region = function_of(name);
+    if (region.task)
+      thread.begin_task(name, region.function);
+    else
+      thread.begin(name, region.function);
+  }
+
   void add_counter_sample(thread_profile& thread, const record& sample) {
     if (!std::isfinite(sample.value)) {
       ++nonfinite_counter_samples_;
@@ -334,8 +353,13 @@ class tau_backend final : public runtime::backend {
     for (std::size_t i = chain.size(); i > 0; --i) {
       // Python frames (backends/collectors/python) are context of GPU work, never timed:
       // TAU writes only called functions, so its paths keep the host's regions.
-      if (chain[i - 1]->name->domain != "python" && thread.nodes[node].depth + 1 < callpath_depth)
-        node = thread.child(node, function_of(chain[i - 1]->name));
+      if (chain[i - 1]->name->domain != "python") {
+        const region_function& region = function_of(chain[i - 1]->name);
+        if (region.task)  // as begin_task: a call path of its own
+          node = thread.child(root_node, region.function);
+        else if (thread.nodes[node].depth + 1 < callpath_depth)
+          node = thread.child(node, region.function);
+      }
       thread.node_of_context.emplace(chain[i - 1], node);
     }
     return node;
@@ -561,7 +585,7 @@ class tau_backend final : public runtime::backend {
 
   std::vector<function_entry> functions_;
   std::unordered_map<std::string, std::uint32_t> function_index_;        // name '\n' group
-  std::vector<std::pair<const name_info*, std::uint32_t>> function_of_name_;  // by name_info::id
+  std::vector<region_function> function_of_name_;  // by name_info::id
   std::vector<std::string> event_names_;
   std::unordered_map<std::string, std::uint32_t> event_index_;
   std::vector<std::pair<const name_info*, std::uint32_t>> event_of_name_;   // by name_info::id

@@ -18,7 +18,13 @@
 // per calling context ("event : .TAU application => a => b"). The metadata says
 // TAU_CALLPATH=on and TAU_CALLPATH_DEPTH=32, as TAU's call-path profiles do:
 // regions nested deeper than 31 levels are folded into the call path of their
-// caller at that depth (tau_thread_profile.hpp), and counted.
+// caller at that depth (tau_thread_profile.hpp), and counted. OpenMP's explicit
+// tasks (the OpenMP collector's "task" regions) are call paths of their own,
+// ".TAU application => task [...]", whatever wait their thread ran them in, and
+// the regions they interrupted do not count their time.
+//
+// A run that recorded nothing on the main thread still has its profile.N.0.0
+// (".TAU application" only): docs/formats.md, "Nothing recorded".
 //
 // Names and metadata text follow the rules of tau_names.hpp, so that ParaProf,
 // pprof and hatchet read them back as written (docs/formats.md).

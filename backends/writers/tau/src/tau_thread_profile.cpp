@@ -12,7 +12,7 @@ thread_profile::thread_profile(thread_kind k, std::size_t metric_count, std::uin
   nodes.push_back(call_node{application_function, root_node, 0, 0, nullptr, false});
   frames_.resize(64);
   last_frame_ = frames_.size() - 1;
-  frames_[0] = open_frame{0, 0, root_node, application_function};
+  frames_[0] = open_frame{0, 0, 0, root_node, application_function, root_node, false};
   // enter() opens frames with a node and TIME only.
   cached_depth_limit_ = counters_ == 0 ? callpath_depth - 1 : 0;
 }
@@ -35,8 +35,8 @@ std::uint32_t thread_profile::child(std::uint32_t parent, std::uint32_t function
 }
 
 void thread_profile::begin(const runtime::name_info* region, std::uint32_t function) {
-  open_frame frame{now_ns, 0, folded_outermost, function};
-  if (top_ + 1 < callpath_depth) {  // the new frame's depth: top_ + 1
+  open_frame frame{now_ns, 0, 0, folded_outermost, function, 0, false};
+  if (nodes[current_node_].depth + 1 < callpath_depth) {
     const std::uint32_t parent = current_node_;
     frame.node = child(parent, function);
     nodes[parent].last_region = region;
@@ -51,41 +51,75 @@ void thread_profile::begin(const runtime::name_info* region, std::uint32_t funct
     if (!outermost) frame.node = folded_recursive;
     ++folded_open_[function];
   }
+  push_frame(frame);
+}
+
+void thread_profile::begin_task(const runtime::name_info* region, std::uint32_t function) {
+  // Unlike begin(), no last_region for the root: enter() never opens a task as
+  // an ordinary frame.
+  const std::uint32_t node = child(root_node, function);
+  push_frame(open_frame{now_ns, 0, 0, node, function, current_node_, true});
+  current_node_ = node;
+}
+
+void thread_profile::push_frame(const open_frame& frame) {
   if (top_ == last_frame_) grow_frames();
   frames_[++top_] = frame;
   if (counters_ > 0) {
     frame_counters_.insert(frame_counters_.end(), counters_now_.begin(), counters_now_.end());
-    frame_counters_.resize(frame_counters_.size() + counters_, 0.0);
+    frame_counters_.resize(frame_counters_.size() + 2 * counters_, 0.0);
   }
 }
 
 void thread_profile::close_slow() {
   const std::size_t index = top_;
   const open_frame frame = frames_[index];
-  const std::int64_t spent = now_ns - frame.begin_ns;
-  frames_[index - 1].children_ns += spent;
+  // The frame's own time leaves out the tasks run inside it. A task's whole
+  // time is suspension for the frames it interrupted; its own time is the
+  // root's child's (its node's parent is the root).
+  const std::int64_t elapsed = now_ns - frame.begin_ns;
+  const std::int64_t spent = elapsed - frame.suspended_ns;
+  open_frame& interrupted = frames_[index - 1];
+  if (frame.task) {
+    interrupted.suspended_ns += elapsed;
+    frames_[0].children_ns += spent;
+  } else {
+    interrupted.children_ns += spent;
+    interrupted.suspended_ns += frame.suspended_ns;
+  }
   const double* counter_begin = nullptr;
   const double* counter_children = nullptr;
-  double* parent_counter_children = nullptr;
+  const double* counter_suspended = nullptr;
+  double* parent_counter_children = nullptr;   // where the frame's own change adds up
+  double* parent_counter_suspended = nullptr;  // nullptr: the root's (not kept)
   if (counters_ > 0) {
     counter_begin = frame_counters(index);
     counter_children = counter_begin + counters_;
-    parent_counter_children = index == 1 ? root_children_counters_.data() : frame_counters(index - 1) + counters_;
+    counter_suspended = counter_children + counters_;
+    parent_counter_children =
+        index == 1 || frame.task ? root_children_counters_.data() : frame_counters(index - 1) + counters_;
+    if (index > 1) parent_counter_suspended = frame_counters(index - 1) + 2 * counters_;
   }
+  const auto counter_spent = [&](std::size_t c) {
+    const double change = counters_now_[c] - counter_begin[c];
+    if (parent_counter_suspended != nullptr)
+      parent_counter_suspended[c] += frame.task ? change : counter_suspended[c];
+    return change - counter_suspended[c];
+  };
   if (frame.node < folded) {
     call_node& node = nodes[frame.node];
     node.inclusive_ns += spent;
     node.exclusive_ns += spent - frame.children_ns;
     ++node.calls;
     ++nodes[node.parent].child_calls;
-    current_node_ = node.parent;
-    double* node_inclusive = &node_counters_[std::size_t{frame.node} * 2 * counters_];
+    current_node_ = frame.task ? frame.outer_node : node.parent;
+    double* node_inclusive = node_counters_.data() + std::size_t{frame.node} * 2 * counters_;  // none: TIME only
     double* node_exclusive = node_inclusive + counters_;
     for (std::size_t c = 0; c < counters_; ++c) {
-      const double counter_spent = counters_now_[c] - counter_begin[c];
-      node_inclusive[c] += counter_spent;
-      node_exclusive[c] += counter_spent - counter_children[c];
-      parent_counter_children[c] += counter_spent;
+      const double change = counter_spent(c);
+      node_inclusive[c] += change;
+      node_exclusive[c] += change - counter_children[c];
+      parent_counter_children[c] += change;
     }
   } else {
     folded_totals& totals = folded_calls[frame.function];
@@ -98,10 +132,10 @@ void thread_profile::close_slow() {
     const bool outermost = frame.node == folded_outermost;
     if (outermost) totals.inclusive_ns += spent;
     for (std::size_t c = 0; c < counters_; ++c) {
-      const double counter_spent = counters_now_[c] - counter_begin[c];
-      totals.counter_exclusive[c] += counter_spent - counter_children[c];
-      if (outermost) totals.counter_inclusive[c] += counter_spent;
-      parent_counter_children[c] += counter_spent;
+      const double change = counter_spent(c);
+      totals.counter_exclusive[c] += change - counter_children[c];
+      if (outermost) totals.counter_inclusive[c] += change;
+      parent_counter_children[c] += change;
     }
     ++folded_call_count;
     --folded_open_[frame.function];
@@ -112,7 +146,7 @@ void thread_profile::close_slow() {
       ++folded_calls[parent.function].child_calls;
   }
   --top_;
-  if (counters_ > 0) frame_counters_.resize((index - 1) * 2 * counters_);
+  if (counters_ > 0) frame_counters_.resize((index - 1) * 3 * counters_);
 }
 
 void thread_profile::add_interval(std::uint32_t function, std::int64_t spent_ns) {

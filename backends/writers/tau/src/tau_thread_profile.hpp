@@ -11,6 +11,14 @@
 // reported. So memory grows with the calling-context tree up to that depth
 // (plus the open frames), never with the number of events or the square of the
 // nesting depth.
+//
+// Tasks (begin_task; OpenMP's explicit tasks) have call paths of their own,
+// ".TAU application => task", whatever the thread was in when it ran them: a
+// thread waiting in a taskwait or barrier runs any ready task there, and a task
+// that waits runs others inside it, so that call paths through the waits would
+// follow the scheduling (2^depth paths for a recursion of two task constructs).
+// The regions a task interrupted do not count its time (they were suspended),
+// as Score-P's profiles give each task a tree of its own.
 #pragma once
 
 #include <cstddef>
@@ -125,15 +133,18 @@ class thread_profile {
   /// Opens the region at node `node` from cached_child() now.
   __attribute__((always_inline)) void enter(std::uint32_t node) {
     if (top_ == last_frame_) grow_frames();
-    frames_[++top_] = open_frame{now_ns, 0, node, 0};
+    frames_[++top_] = open_frame{now_ns, 0, 0, node, 0, 0, false};
     current_node_ = node;
   }
   /// Opens `function` (called by `region`) now.
   void begin(const runtime::name_info* region, std::uint32_t function);
+  /// Opens task `function` now: its node is a child of the root, and the open
+  /// frames below it are suspended until it closes.
+  void begin_task(const runtime::name_info* region, std::uint32_t function);
   /// Closes the innermost open region now.
   __attribute__((always_inline)) void close_innermost() {
     const open_frame& frame = frames_[top_];
-    if (frame.node < folded && counters_ == 0) {
+    if (frame.node < folded && counters_ == 0 && frame.suspended_ns == 0 && !frame.task) {
       const std::int64_t spent = now_ns - frame.begin_ns;
       call_node& node = nodes[frame.node];
       node.inclusive_ns += spent;
@@ -217,9 +228,12 @@ class thread_profile {
  private:
   struct open_frame {
     std::int64_t begin_ns;
-    std::int64_t children_ns;  // the inclusive time of its completed children
-    std::uint32_t node;        // folded_outermost or folded_recursive: no node
-    std::uint32_t function;    // folded frames only (a node knows its function)
+    std::int64_t children_ns;   // the inclusive time of its completed children
+    std::int64_t suspended_ns;  // time of the tasks run inside it (and inside its children)
+    std::uint32_t node;         // folded_outermost or folded_recursive: no node
+    std::uint32_t function;     // folded frames only (a node knows its function)
+    std::uint32_t outer_node;   // tasks: the node current when they began
+    bool task;                  // begin_task
   };
   void grow_frames() {
     frames_.resize(frames_.size() * 2);
@@ -227,8 +241,10 @@ class thread_profile {
   }
   void close_slow();
   std::uint32_t local_event(std::uint32_t event);
-  // Counter metrics of open frame `frame` (from 1): values at begin, children's inclusive.
-  double* frame_counters(std::size_t frame) noexcept { return &frame_counters_[(frame - 1) * 2 * counters_]; }
+  // Counter metrics of open frame `frame` (from 1): values at begin, children's
+  // inclusive, suspended (as suspended_ns).
+  double* frame_counters(std::size_t frame) noexcept { return &frame_counters_[(frame - 1) * 3 * counters_]; }
+  void push_frame(const open_frame& frame);
 
   std::size_t counters_;  // counter metrics (metrics besides TIME)
   std::vector<double> counters_now_;
