@@ -25,10 +25,12 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace {
@@ -677,13 +679,42 @@ TEST_CASE("an unwritable output path is reported in one line") {
 
 TEST_CASE("a file that cannot take the head is reported like one that cannot be opened") {
   ferret::testing::temp_directory dir{"ferret-chrome-test"};
-  const std::string path = dir.file("full.json");
-  REQUIRE(symlink("/dev/full", path.c_str()) == 0);  // opens fine, every write fails
+  const std::string path = dir.file("small.json");
+  // Opens fine, every write fails: files may not grow past 16 bytes for a
+  // moment (EFBIG instead of SIGXFSZ).
+  struct sigaction ignore {};
+  struct sigaction previous {};
+  ignore.sa_handler = SIG_IGN;
+  REQUIRE(sigaction(SIGXFSZ, &ignore, &previous) == 0);
+  rlimit old_limit{};
+  REQUIRE(getrlimit(RLIMIT_FSIZE, &old_limit) == 0);
+  rlimit tiny = old_limit;
+  tiny.rlim_cur = 16;
+  REQUIRE(setrlimit(RLIMIT_FSIZE, &tiny) == 0);
   const rt::session_info session = make_session(test_pid);
   std::string error;
-  CHECK(ferret::chrome::make_backend({&session, path, false}, error) == nullptr);
-  CHECK(error == "cannot write the chrome trace to '" + path + "': " +
-                     std::string{std::strerror(ENOSPC)});
+  const bool refused = ferret::chrome::make_backend({&session, path, false}, error) == nullptr;
+  setrlimit(RLIMIT_FSIZE, &old_limit);
+  sigaction(SIGXFSZ, &previous, nullptr);
+  CHECK(refused);
+  CHECK(error == "cannot write the chrome trace to '" + path + "': " + std::string{std::strerror(EFBIG)});
+  CHECK_FALSE(std::filesystem::exists(path));  // untraced leaves nothing behind
+}
+
+TEST_CASE("a FIFO or a device is refused without blocking, and left as it was") {
+  ferret::testing::temp_directory dir{"ferret-chrome-test"};
+  const rt::session_info session = make_session(test_pid);
+  const std::string fifo = dir.file("fifo.json");
+  REQUIRE(mkfifo(fifo.c_str(), 0644) == 0);  // no reader: opening it for writing would wait
+  const std::string device = dir.file("full.json");
+  REQUIRE(symlink("/dev/full", device.c_str()) == 0);
+  for (const auto& [path, kind] : {std::pair{fifo, "a FIFO"}, std::pair{device, "a device"}}) {
+    std::string error;
+    CHECK(ferret::chrome::make_backend({&session, path, false}, error) == nullptr);
+    CHECK(error == "cannot write the chrome trace to '" + path + "': " + kind + ", not a regular file");
+  }
+  CHECK(std::filesystem::is_fifo(fifo));
+  CHECK(std::filesystem::is_symlink(device));
 }
 
 TEST_CASE("a write that fails later closes the document, counts the loss and says so") {

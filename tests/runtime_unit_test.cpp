@@ -78,7 +78,6 @@ TEST_CASE("settings: malformed values name the variable and what it accepts") {
   const std::vector<std::pair<std::string, std::string>> bad_values{
       {"FERRET_BUFFER_SIZE", "lots"},     {"FERRET_BUFFER_SIZE", "1K"},
       {"FERRET_BUFFER_SIZE", "262143"},   // one byte under the 256K minimum
-      {"FERRET_BUFFER_SIZE", "2048G"},    // over the maximum
       {"FERRET_FLUSH_INTERVAL", "-5"},    {"FERRET_FLUSH_INTERVAL", "99999999"},
       {"FERRET_FLUSH_INTERVAL", "60001"}, {"FERRET_SIGNAL_WAIT", "60001"},
       {"FERRET_CLOCK", "rdtsc"},          {"FERRET_VERBOSE", "3"},
@@ -107,6 +106,19 @@ TEST_CASE("settings: the bounds themselves are accepted") {
   REQUIRE(s);
   CHECK(s->flush_interval_ms == 0);
   CHECK(s->signal_wait_ms == 0);
+}
+
+TEST_CASE("settings: a buffer beyond 4G is capped, with a notice") {
+  std::string error;
+  auto s = parse({{"FERRET_BUFFER_SIZE", "4G"}}, error);
+  REQUIRE(s);
+  CHECK(s->buffer_bytes == std::size_t{4} << 30);
+  CHECK(s->notices.empty());
+  s = parse({{"FERRET_BUFFER_SIZE", "1024G"}}, error);
+  REQUIRE(s);
+  CHECK(s->buffer_bytes == std::size_t{4} << 30);
+  REQUIRE(s->notices.size() == 1);
+  CHECK(s->notices[0] == "FERRET_BUFFER_SIZE='1024G' is more than the largest buffer, 4G; using 4G");
 }
 
 TEST_CASE("settings: sizes") {

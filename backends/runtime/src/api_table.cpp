@@ -2,6 +2,7 @@
 // runtime's public functions.
 
 #include <algorithm>
+#include <cmath>
 
 #include "registry.hpp"
 #include "runtime_state.hpp"
@@ -9,9 +10,14 @@
 namespace ferret::runtime::internal {
 namespace {
 
-// Nothing may throw across the function table handed to annotated code.
+// Nothing may throw across the function table handed to annotated code. A
+// call that finds the runtime busy on its thread comes from a signal handler
+// that interrupted it: it returns `fallback` rather than wait for locks (or
+// the allocator) that the interrupted code holds.
 template <class F>
 auto guarded(F&& body, decltype(body()) fallback) noexcept -> decltype(body()) {
+  if (t_runtime_busy != 0) return fallback;
+  const runtime_section section;
   try {
     return body();
   } catch (...) {
@@ -19,42 +25,50 @@ auto guarded(F&& body, decltype(body()) fallback) noexcept -> decltype(body()) {
   }
 }
 
+template <class F>
+void guarded(F&& body) noexcept {
+  guarded([&] { return body(), true; }, false);
+}
+
 runtime_state& rt() { return runtime_state::instance(); }
+
+// A number the caller says is an integer: exact where it is one within 64
+// bits (a cast of anything else would be undefined), else the double it is.
+metadata_value integral_value(double value) {
+  constexpr double two_to_63 = 9223372036854775808.0;
+  if (std::trunc(value) != value || value < -two_to_63 || value >= 2 * two_to_63) return value;
+  if (value < two_to_63) return static_cast<std::int64_t>(value);
+  return static_cast<std::uint64_t>(value);
+}
 
 const detail::runtime_api api_table{
     detail::abi_version,
     sizeof(detail::runtime_api),
     [](thread_buffer** slot, std::uint64_t word, std::uint64_t extra, unsigned slots) noexcept {
-      try {
-        rt().write(slot, word, extra, slots);
-      } catch (...) {
-      }
+      if (t_runtime_busy != 0) return rt().drop_reentrant();  // counted: an event
+      guarded([&] { rt().write(slot, word, extra, slots); });
     },
-    [](thread_buffer** slot, const char* literal, const char* domain) noexcept {
+    [](thread_buffer** slot, const char* literal, const char* domain) noexcept -> const site* {
+      if (t_runtime_busy != 0) {
+        rt().drop_reentrant();  // the annotation writes nothing without a site
+        return nullptr;
+      }
       return guarded([&] { return rt().intern_literal(slot, literal, domain); }, nullptr);
     },
     [](const char* name, std::size_t length, const char* domain) noexcept {
       return guarded([&] { return rt().register_name({name, length}, domain); }, nullptr);
     },
     [](thread_buffer** slot, const char* name, std::size_t length) noexcept {
-      try {
-        rt().set_thread_name(slot, {name, length});
-      } catch (...) {
-      }
+      guarded([&] { rt().set_thread_name(slot, {name, length}); });
     },
     [](const char* key, std::size_t key_length, const char* value, std::size_t value_length) noexcept {
-      try {
-        rt().set_metadata({key, key_length}, std::string{value, value_length});
-      } catch (...) {
-      }
+      guarded([&] { rt().set_metadata({key, key_length}, std::string{value, value_length}); });
     },
     [](const char* key, std::size_t key_length, double value, bool is_integer) noexcept {
-      try {
+      guarded([&] {
         rt().set_metadata({key, key_length},
-                          is_integer ? metadata_value{static_cast<std::int64_t>(value)}
-                                     : metadata_value{value});
-      } catch (...) {
-      }
+                          is_integer ? integral_value(value) : metadata_value{value});
+      });
     },
     [](const char* name, std::size_t length, const void* address, std::size_t bytes,
        memory_kind memory, int device) noexcept {
@@ -62,39 +76,25 @@ const detail::runtime_api api_table{
           [&] { return rt().register_object({name, length}, address, bytes, memory, device); },
           std::uint64_t{0});
     },
-    [](std::uint64_t id) noexcept {
-      try {
-        rt().unregister_object(id);
-      } catch (...) {
-      }
-    },
-    [](const void* address) noexcept {
-      try {
-        rt().unregister_object_at(address);
-      } catch (...) {
-      }
-    },
-    []() noexcept {
-      try {
-        rt().flush();
-      } catch (...) {
-      }
-    },
-    [](bool on) noexcept { rt().set_recording(on); },
+    [](std::uint64_t id) noexcept { guarded([&] { rt().unregister_object(id); }); },
+    [](const void* address) noexcept { guarded([&] { rt().unregister_object_at(address); }); },
+    []() noexcept { guarded([] { rt().flush(); }); },
+    [](bool on) noexcept { guarded([&] { rt().set_recording(on); }); },
+    // Never skipped: after it nothing may touch the object's flag or slots.
     [](std::atomic<std::uint8_t>* mode_flag) noexcept {
+      const runtime_section section;
       try {
         rt().detach(mode_flag);
       } catch (...) {
       }
     },
     [](const char* key, std::size_t key_length, std::uint64_t bits, bool is_signed) noexcept {
-      try {
+      guarded([&] {
         constexpr auto largest_signed = static_cast<std::uint64_t>(INT64_MAX);
         rt().set_metadata({key, key_length}, is_signed || bits <= largest_signed
                                                  ? metadata_value{static_cast<std::int64_t>(bits)}
                                                  : metadata_value{bits});
-      } catch (...) {
-      }
+      });
     },
 };
 

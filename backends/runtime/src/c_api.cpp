@@ -2,6 +2,7 @@
 // top of the header's own hot path (this library attaches to itself).
 #include "ferret/c_api.h"
 
+#include <cmath>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -104,10 +105,26 @@ FERRET_EXPORT void ferret_set_metadata_string(const char* key, const char* value
 
 FERRET_EXPORT void ferret_set_metadata_number(const char* key, double value, int is_integer) {
   if (key == nullptr) return;
-  if (is_integer != 0)
-    ferret::set_metadata(key, static_cast<long long>(value));
-  else
+  // An integer where the value is one within 64 bits (casting anything else
+  // is undefined: 2^63 became INT64_MIN), else the double it is.
+  constexpr double two_to_63 = 9223372036854775808.0;
+  if (is_integer != 0 && std::trunc(value) == value && value >= -two_to_63 &&
+      value < 2 * two_to_63) {
+    if (value < two_to_63)
+      ferret::set_metadata(key, static_cast<long long>(value));
+    else
+      ferret::set_metadata(key, static_cast<unsigned long long>(value));
+  } else {
     ferret::set_metadata(key, value);
+  }
+}
+
+FERRET_EXPORT void ferret_set_metadata_integer(const char* key, uint64_t bits, int is_signed) {
+  if (key == nullptr) return;
+  if (is_signed != 0)
+    ferret::set_metadata(key, static_cast<long long>(bits));
+  else
+    ferret::set_metadata(key, static_cast<unsigned long long>(bits));
 }
 
 FERRET_EXPORT void ferret_flush(void) { ferret::flush(); }

@@ -1,12 +1,12 @@
 // drain.cpp — draining the per-thread buffers and delivering records, data
 // objects, GPU activity and metadata to the backends.
 
-#include <poll.h>
 #include <pthread.h>
-#include <signal.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <optional>
 
 #include "runtime_state.hpp"
 
@@ -49,6 +49,14 @@ record* deliver_records(session& s, const thread_info& thread, record* first, re
 }  // namespace
 
 void runtime_state::drain(session& s, bool final) {
+  // On an application's thread (ferret::flush, exit, no drainer): runtime code
+  // there, whose writes must not raise SIGXFSZ or SIGPIPE into the program.
+  std::optional<runtime_section> section;
+  std::optional<output_signals_held> held;
+  if (!t_is_drainer) {
+    section.emplace();
+    held.emplace();
+  }
   std::lock_guard lock{s.drain_mutex};
   // After the final drain the backends are closed: a writer racing exit()
   // must not reach them again.
@@ -60,18 +68,16 @@ void runtime_state::drain(session& s, bool final) {
 }
 
 bool runtime_state::drain_thread(session& s, thread_state& state, std::optional<std::int64_t> exit_ns) {
-  std::vector<chunk*> chunks;
+  std::vector<chunk*>& chunks = s.thread_chunks;
+  chunks.clear();
   event* published = nullptr;
   bool retired = false;
   std::uint64_t exit_raw = 0;
   std::string name;
   {
     std::lock_guard lock{state.mutex};
-    // A loop rather than assign(): g++ 12 -O3 warns falsely (-Wnonnull) on
-    // assigning a deque's range to a vector.
-    chunks.reserve(state.chunks.size());
-    for (chunk* c : state.chunks) chunks.push_back(c);
-    published = state.pos.load(std::memory_order_acquire);
+    for (chunk* c = state.oldest; c != nullptr; c = c->next) chunks.push_back(c);
+    published = state.position().load(std::memory_order_acquire);
     retired = state.retired;
     exit_raw = state.exit_raw;
     name = state.name;
@@ -107,6 +113,13 @@ bool runtime_state::drain_thread(session& s, thread_state& state, std::optional<
       const std::uint64_t kind = word & detail::kind_mask;
       const auto* record_site = reinterpret_cast<const site*>(word & ~std::uint64_t{detail::kind_mask});
       const std::uint64_t raw = (std::uint64_t{from->time_hi} << 32) | from->time_lo;
+      if (FERRET_UNLIKELY(raw == 0)) {
+        // A payload slot where an event should be: a signal handler's mark
+        // overwrote the first slot of the counter sample it interrupted.
+        s.dropped_reentrant.fetch_add(1, std::memory_order_relaxed);
+        ++from;
+        continue;
+      }
       newest_raw = raw;
       if (kind >= detail::kind_correlation) {
         if (kind == detail::kind_correlation && from + 1 < to) {
@@ -157,6 +170,7 @@ bool runtime_state::drain_thread(session& s, thread_state& state, std::optional<
       } else {
         r.kind = record_kind::counter;
         if (from + 1 < to) std::memcpy(&r.value, &from[1].word, sizeof r.value);
+        s.nonfinite_counter_samples += !std::isfinite(r.value);
         ++from;
       }
       ++from;
@@ -173,8 +187,10 @@ bool runtime_state::drain_thread(session& s, thread_state& state, std::optional<
       // drainer pops, so this chunk is still the front.
       {
         std::lock_guard lock{state.mutex};
-        state.chunks.pop_front();
+        state.oldest = chunks[i]->next;
+        if (state.oldest == nullptr) state.newest = nullptr;
       }
+      chunks[i]->next = nullptr;
       s.give_back(chunks[i]);
       state.drained = nullptr;
     }
@@ -364,6 +380,12 @@ void runtime_state::deliver_communication(session& s) {
 }
 
 void runtime_state::drain_locked(session& s, bool final) {
+  if (!s.said_full && s.buffers_were_full.load(std::memory_order_relaxed)) {
+    s.said_full = true;
+    message("event buffers are full (FERRET_BUFFER_SIZE={} bytes, every chunk held by a "
+            "thread); dropping events, which will be counted",
+            s.config.buffer_bytes);
+  }
   ++s.cycle;
   s.clock.add_sync_point();
 
@@ -408,6 +430,7 @@ void runtime_state::drain_locked(session& s, bool final) {
       {"events-dropped-buffer-full", static_cast<std::int64_t>(s.dropped_full.load())},
       {"events-dropped-after-thread-exit", static_cast<std::int64_t>(s.dropped_late.load())},
       {"events-dropped-unwritten-at-signal", static_cast<std::int64_t>(s.dropped_unwritten.load())},
+      {"events-dropped-reentrant", static_cast<std::int64_t>(s.dropped_reentrant.load())},
       {"application-waits", static_cast<std::int64_t>(s.application_waits.load())},
       {"application-wait-ns", static_cast<std::int64_t>(s.application_wait_ns.load())},
       {"data-objects-refused", static_cast<std::int64_t>(objects_refused_.load())},
@@ -444,13 +467,21 @@ void runtime_state::drain_locked(session& s, bool final) {
   s.drain_completed();
 }
 
+void session::sleep_until_woken(int timeout_ms) noexcept {
+  const std::uint32_t seen = wake_word.load();
+  if (wake_pending.load()) return;
+  timespec timeout{timeout_ms / 1000, (timeout_ms % 1000) * 1'000'000L};
+  // A relative timeout (CLOCK_MONOTONIC); returns at once if a wake came
+  // since `seen` was read.
+  syscall(SYS_futex, &wake_word, FUTEX_WAIT_PRIVATE, seen, timeout_ms < 0 ? nullptr : &timeout,
+          nullptr, 0);
+}
+
+// Runs with every asynchronous signal blocked (see start_drainer): the
+// application's handlers run on its own threads, and a write over a file-size
+// limit fails with EFBIG instead of raising SIGXFSZ.
 void runtime_state::drainer_loop(session& s) {
-  // Terminal signals go to application threads, whose handler waits for us.
-  sigset_t blocked;
-  sigemptyset(&blocked);
-  sigaddset(&blocked, SIGINT);
-  sigaddset(&blocked, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &blocked, nullptr);
+  t_is_drainer = true;
   pthread_setname_np(pthread_self(), "ferret-drain");
 
   const int timeout = s.config.flush_interval_ms == 0 ? -1 : static_cast<int>(s.config.flush_interval_ms);
@@ -458,14 +489,8 @@ void runtime_state::drainer_loop(session& s) {
   while (!s.stopping.load()) {
     // Behind the writers (half the chunks still taken after a drain that
     // returned some): drain again at once rather than sleep.
-    if (!behind) {
-      pollfd wake{s.wake_pipe[0], POLLIN, 0};
-      poll(&wake, 1, timeout);
-    }
-    char bytes[64];
-    while (::read(s.wake_pipe[0], bytes, sizeof bytes) > 0) {
-    }
-    // After emptying the pipe: a wake from here on writes a new byte.
+    if (!behind) s.sleep_until_woken(timeout);
+    // From here on a wake is a new one.
     s.wake_pending.store(false);
     if (g_signal_pending.load()) {
       finish(true);

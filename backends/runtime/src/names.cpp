@@ -32,8 +32,15 @@ const site* runtime_state::intern_literal(thread_buffer** slot, const char* lite
     interned = entry.get();
   }
   if (thread_state* state = bind(slot)) {
+    // A signal handler on this thread may look the entry up between these
+    // stores: the literal goes in last, so that a half-made entry never matches.
     auto& cached = state->literal_slot(literal);
-    cached = {literal, domain, interned};
+    cached.literal = nullptr;
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    cached.domain = domain;
+    cached.interned = interned;
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    cached.literal = literal;
   }
   return interned;
 }
@@ -42,7 +49,12 @@ const site* runtime_state::register_name(std::string_view text, const char* doma
   std::lock_guard lock{sites_mutex_};
   auto& entry = named_sites_[{std::string{text}, domain}];
   if (!entry) {
-    entry = std::make_unique<site>(site{stored(text), stored(domain), nullptr, nullptr, 0, 0});
+    // Sites hold C strings: a NUL inside the name would cut it short, and
+    // "a\0b" and "a\0c" would become one region. It is shown as U+2400 (␀).
+    std::string visible{text};
+    for (std::size_t at = visible.find('\0'); at != std::string::npos; at = visible.find('\0', at))
+      visible.replace(at, 1, "\u2400");
+    entry = std::make_unique<site>(site{stored(visible), stored(domain), nullptr, nullptr, 0, 0});
   }
   return entry.get();
 }

@@ -74,8 +74,9 @@ output_claim::outcome output_claim::hold(const std::string& output) {
     close(fd);
     return error == EADDRINUSE ? outcome::held_elsewhere : outcome::held;
   }
-  if (socket_ >= 0) close(socket_);
+  close_if_open_on(socket_, socket_file_);
   socket_ = fd;
+  socket_file_ = identity_of(fd);
   held_ = absolute;
   return outcome::held;
 }
@@ -93,7 +94,7 @@ bool output_claim::held_elsewhere(const std::string& output) const {
 }
 
 void output_claim::forget_inherited() noexcept {
-  if (socket_ >= 0) close(socket_);
+  close_if_open_on(socket_, socket_file_);  // never a descriptor of the program's
   socket_ = -1;
   held_.clear();
 }

@@ -12,6 +12,8 @@
 
 #include <string>
 
+#include "ferret/runtime/backend.hpp"
+
 namespace ferret::runtime::internal {
 
 // The output pattern with "-%p" before its extension (run.json: run-%p.json).
@@ -38,6 +40,7 @@ class output_claim {
 
  private:
   int socket_ = -1;
+  file_identity socket_file_;  // what socket_ is open on (the program may close it)
   std::string held_;  // the absolute path of the output held through socket_
 };
 

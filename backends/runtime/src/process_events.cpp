@@ -83,6 +83,18 @@ void runtime_state::report(session& s) {
     message("{} events were dropped: {} with the buffers full (raise FERRET_BUFFER_SIZE, now {} "
             "bytes), {} after their thread had exited",
             lost, s.dropped_full.load(), s.config.buffer_bytes, s.dropped_late.load());
+  if (const std::uint64_t reentrant = s.dropped_reentrant.load(); reentrant > 0)
+    message("{} events were dropped: a signal handler annotated while its thread was in ferret "
+            "(events-dropped-reentrant in the output's metadata)",
+            reentrant);
+  if (s.unmatched_region_ends > 0)
+    message("{} region ends matched no open region of their thread and were ignored "
+            "(unmatched-region-ends in the output's metadata)",
+            s.unmatched_region_ends);
+  if (s.nonfinite_counter_samples > 0)
+    message("{} counter samples were NaN or infinite: left out where an output cannot hold them "
+            "(nonfinite-counter-samples in its metadata)",
+            s.nonfinite_counter_samples);
   if (const std::uint64_t unwritten = s.dropped_unwritten.load(); unwritten > 0)
     message("{} events were not written: {} stopped the program and FERRET_SIGNAL_WAIT={} ms ran "
             "out (events-dropped-unwritten-at-signal in the output's metadata)",
@@ -143,6 +155,7 @@ void runtime_state::join_process_group(process_group& group) {
   }
   session* s = current_.load(std::memory_order_acquire);
   if (s == nullptr || s->finished.load()) return;
+  const output_signals_held held;  // backends may start writing now
   std::lock_guard lock{s->drain_mutex};  // backends' calls are serialised
   if (s->closed) return;
   for (auto& out : s->backends) out->join_process_group(group);
@@ -295,6 +308,7 @@ void runtime_state::detach(std::atomic<std::uint8_t>* flag) {
   if (s == nullptr || s->finished.load()) return;
   // Events name the object's own call-site records: read them now.
   if (!t_in_drain) {
+    const output_signals_held held;
     std::lock_guard lock{s->drain_mutex};
     if (!s->closed) {
       t_in_drain = true;

@@ -18,6 +18,8 @@ thread_buffer g_rebind_buffer{};
 thread_local thread_state* t_state = nullptr;
 thread_local bool t_exiting = false;
 thread_local bool t_in_drain = false;
+thread_local unsigned t_runtime_busy = 0;
+thread_local bool t_is_drainer = false;
 
 thread_local session* t_owner = nullptr;
 thread_local std::vector<bound_slot> t_rebound_slots;
@@ -68,6 +70,7 @@ thread_state* runtime_state::bind(thread_buffer** slot) {
     return t_state;
   }
   auto* state = new thread_state;
+  state->hot_path_writes = s->clock.hot_path_stamps();
   state->tid = current_tid();
   state->is_main = state->tid == s->info.pid;
   // A name the application gave the thread (pthread_setname_np) is the
@@ -126,30 +129,47 @@ chunk* session::wait_for_chunk() {
   return fresh;
 }
 
+// Allocates nothing and says nothing itself (a signal handler's annotation
+// may switch chunks): the drainer says that the buffers were full.
 bool runtime_state::switch_chunk(session& s, thread_state& state) {
   const auto now = std::chrono::steady_clock::now();
   if (now < state.starved_until) return false;
   chunk* fresh = s.take_chunk();
   // The drainer itself (a backend or collector annotating) must not wait for itself.
-  if (fresh == nullptr && !t_in_drain) fresh = s.wait_for_chunk();
+  if (fresh == nullptr && !t_in_drain) {
+    if (s.has_drainer()) {
+      fresh = s.wait_for_chunk();
+    } else {
+      // No background thread could be started: this thread drains.
+      drain(s, false);
+      fresh = s.take_chunk();
+    }
+  }
   if (fresh == nullptr) {
     if (s.finished.load()) return false;  // the session ended while it waited
     // Every chunk is some thread's current one: drop for a while rather than
     // drain on every event.
     state.starved_until = now + std::chrono::milliseconds{10};
-    if (!s.warned_full.exchange(true))
-      message("event buffers are full (FERRET_BUFFER_SIZE={} bytes, every chunk held by a "
-              "thread); dropping events, which will be counted",
-              s.config.buffer_bytes);
+    s.buffers_were_full.store(true, std::memory_order_relaxed);
     return false;
   }
   std::lock_guard lock{state.mutex};
-  if (!state.chunks.empty()) state.chunks.back()->filled = state.pos.load(std::memory_order_relaxed);
-  state.chunks.push_back(fresh);
-  state.pos.store(fresh->begin, std::memory_order_release);
+  if (state.newest != nullptr) {
+    state.newest->filled = state.position().load(std::memory_order_relaxed);
+    state.newest->next = fresh;
+  } else {
+    state.oldest = fresh;
+  }
+  state.newest = fresh;
+  state.position().store(fresh->begin, std::memory_order_release);
   state.capacity_end = fresh->capacity_end;
-  state.end = s.clock.hot_path_stamps() ? state.capacity_end : fresh->begin;
+  if (state.hot_path_writes) state.end = state.capacity_end;
   return true;
+}
+
+void runtime_state::drop_reentrant() noexcept {
+  if (session* s = current_.load(std::memory_order_acquire))
+    s->dropped_reentrant.fetch_add(1, std::memory_order_relaxed);
 }
 
 void runtime_state::write(thread_buffer** slot, std::uint64_t word, std::uint64_t extra,
@@ -157,22 +177,21 @@ void runtime_state::write(thread_buffer** slot, std::uint64_t word, std::uint64_
   thread_state* state = bind(slot);
   if (state == nullptr || !recording_requested_.load(std::memory_order_relaxed)) return;
   session& s = *t_owner;
-  event* at = state->pos.load(std::memory_order_relaxed);
+  std::atomic<event*>& position = state->position();
+  event* at = position.load(std::memory_order_relaxed);
   if (static_cast<std::size_t>(state->capacity_end - at) < slots) {
     if (!switch_chunk(s, *state)) {
       s.dropped_full.fetch_add(1, std::memory_order_relaxed);
       return;
     }
-    at = state->pos.load(std::memory_order_relaxed);
+    at = position.load(std::memory_order_relaxed);
   }
   const std::uint64_t raw = s.clock.read();
   at->time_lo = static_cast<std::uint32_t>(raw);
   at->time_hi = static_cast<std::uint32_t>(raw >> 32);
   at->word = word;
   if (slots == 2) at[1] = event{0, 0, extra};
-  state->pos.store(at + slots, std::memory_order_release);
-  // Without a hot-path clock, keep end == pos so every event comes here.
-  state->end = s.clock.hot_path_stamps() ? state->capacity_end : at + slots;
+  position.store(at + slots, std::memory_order_release);
 }
 
 void runtime_state::retire(thread_state& state) {
@@ -182,7 +201,7 @@ void runtime_state::retire(thread_state& state) {
   std::lock_guard lock{state.mutex};
   for (const bound_slot& bound : state.slots) *bound.slot = &g_retired_buffer;
   t_state = nullptr;
-  if (!state.chunks.empty()) state.chunks.back()->filled = state.pos.load(std::memory_order_relaxed);
+  if (state.newest != nullptr) state.newest->filled = state.position().load(std::memory_order_relaxed);
   // When the regions it left open end.
   if (session* s = current_.load(std::memory_order_acquire)) state.exit_raw = s->clock.read();
   state.retired = true;

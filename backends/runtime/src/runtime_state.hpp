@@ -19,6 +19,8 @@
 // what still cannot be stored is dropped, and it is counted.
 #pragma once
 
+#include <linux/futex.h>
+#include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -60,12 +62,32 @@ using detail::thread_buffer;
 // ---------------------------------------------------------------------------
 // Small utilities
 
+// Writing an output must not raise a signal into the program: SIGXFSZ (over a
+// file-size limit, ulimit -f) and SIGPIPE (stderr's reader gone) would end it.
+// For the life of this object both are blocked on the calling thread, so that
+// write() fails with EFBIG or EPIPE instead (an output error, said like any
+// other), and one that a write left pending is taken back before the mask is
+// restored. The application's own dispositions are untouched. (The drainer
+// thread blocks them for good; this is for writes on the application's threads.)
+class output_signals_held {
+ public:
+  output_signals_held() noexcept;
+  ~output_signals_held();
+  output_signals_held(const output_signals_held&) = delete;
+  output_signals_held& operator=(const output_signals_held&) = delete;
+
+ private:
+  sigset_t previous_mask_;
+  sigset_t pending_before_;
+};
+
 inline std::uint64_t current_tid() noexcept { return static_cast<std::uint64_t>(syscall(SYS_gettid)); }
 
 // One line on stderr in a single write, so lines from threads and processes
 // do not interleave.
 template <class... Args>
 void message(fmt::format_string<Args...> format, Args&&... args) noexcept {
+  const output_signals_held held;
   try {
     std::string line = "ferret: " + fmt::format(format, std::forward<Args>(args)...) + "\n";
     const char* data = line.data();
@@ -97,6 +119,9 @@ struct chunk {
   event* begin = nullptr;
   event* capacity_end = nullptr;
   event* filled = nullptr;  // end of its events once it stopped being current
+  // The thread's next chunk (under the thread's mutex): a list that switching
+  // chunks extends without allocating, which a signal handler may do.
+  chunk* next = nullptr;
 };
 
 // A shared object's thread slot (its t_buffer) bound to a thread's state,
@@ -119,20 +144,29 @@ struct thread_state : thread_buffer {
 
   std::uint64_t tid = 0;
   bool is_main = false;
+  // Whether the hot path writes events (with its own clock reading). Without
+  // (the session's clock is not the hot path's), every event comes to the
+  // runtime: pos and end stay nullptr, so the hot path always calls it and a
+  // signal handler's event between the hot path's reads of them changes
+  // neither, and the position is `cursor`.
+  bool hot_path_writes = true;
+  std::atomic<event*> cursor{nullptr};
+  // Where the thread writes next: published for the drainer.
+  std::atomic<event*>& position() noexcept { return hot_path_writes ? pos : cursor; }
   // Owner only.
-  event* capacity_end = nullptr;  // end of the current chunk (`end` is lower when the
-                                  // hot path must not stamp events itself)
+  event* capacity_end = nullptr;  // end of the current chunk
   std::chrono::steady_clock::time_point starved_until{};
 
   // Guarded by `mutex` (the owner switching chunks, the drainer reading).
   std::mutex mutex;
-  std::deque<chunk*> chunks;  // oldest first; back() is current unless retired
+  chunk* oldest = nullptr;  // its chunks, oldest first (through chunk::next);
+  chunk* newest = nullptr;  // the newest is current unless retired
   std::vector<bound_slot> slots;  // every shared object's slot bound to this state
   std::string name;
   bool retired = false;
   std::uint64_t exit_raw = 0;  // clock reading when the thread exited (retired only)
 
-  // Drainer only: consumed up to here in chunks.front() (nullptr: its begin),
+  // Drainer only: consumed up to here in the oldest chunk (nullptr: its begin),
   // and the calling context after the last drained event (nullptr: the root).
   event* drained = nullptr;
   const context_node* context = nullptr;
@@ -168,6 +202,22 @@ struct starting_scope {
   ~starting_scope() { t_starting = false; }
   starting_scope(const starting_scope&) = delete;
   starting_scope& operator=(const starting_scope&) = delete;
+};
+// Nonzero while this thread runs the runtime's code (an API call, a drain):
+// an annotation that enters then can only come from a signal handler that
+// interrupted it (or a backend annotating while it writes), and must not
+// take the locks or the allocator the interrupted code may hold. See
+// runtime_section.
+extern thread_local unsigned t_runtime_busy;
+// The drainer thread (it blocks the asynchronous signals for good).
+extern thread_local bool t_is_drainer;
+
+// Marks the runtime's code on this thread for its scope (see t_runtime_busy).
+struct runtime_section {
+  runtime_section() noexcept { ++t_runtime_busy; }
+  ~runtime_section() { --t_runtime_busy; }
+  runtime_section(const runtime_section&) = delete;
+  runtime_section& operator=(const runtime_section&) = delete;
 };
 // A fork child's slots as the fork left them (pointing to g_rebind_buffer),
 // with their origins, for the child's first bind.
@@ -225,8 +275,13 @@ struct session {
   std::mutex drain_mutex;
   bool closed = false;  // the final drain is done (guarded by drain_mutex)
   std::thread drainer;
-  int wake_pipe[2] = {-1, -1};
-  std::atomic<bool> wake_pending{false};  // a byte is in the pipe: later wakes add none
+  // Set before the session is published, never changed: false when no thread
+  // could be started (the writers then drain themselves, see switch_chunk).
+  bool drainer_started = false;
+  // The drainer sleeps on this word (a futex: no descriptor, which a program
+  // that closes every descriptor would take away); each wake adds one.
+  std::atomic<std::uint32_t> wake_word{0};
+  std::atomic<bool> wake_pending{false};  // woken and not yet awake: later wakes add nothing
   std::atomic<bool> stopping{false};
   std::atomic<bool> finished{false};
 
@@ -234,7 +289,13 @@ struct session {
   std::atomic<std::uint64_t> dropped_late{0};
   // Buffered when a terminating signal's wait ran out (FERRET_SIGNAL_WAIT).
   std::atomic<std::uint64_t> dropped_unwritten{0};
-  std::atomic<bool> warned_full{false};
+  // Annotations that entered the runtime while it was busy on their thread (a
+  // signal handler that interrupted it): dropped rather than deadlock.
+  std::atomic<std::uint64_t> dropped_reentrant{0};
+  // Said by the next drain (a message allocates: not from a writer that may be
+  // in a signal handler).
+  std::atomic<bool> buffers_were_full{false};
+  bool said_full = false;  // drainer only
   // Regions made to nest (drainer only; see record in backend.hpp).
   std::uint64_t dropped_too_deep = 0;  // begins past max_open_regions and their ends
   std::uint64_t unmatched_region_ends = 0;
@@ -243,6 +304,10 @@ struct session {
 
   // Drainer only (under drain_mutex).
   std::uint64_t recorded = 0;
+  // Said at exit: ends of no open region (ignored), and counter samples that
+  // are NaN or infinite (each backend counts its own in its metadata).
+  std::uint64_t unmatched_region_ends = 0;
+  std::uint64_t nonfinite_counter_samples = 0;
   std::unordered_map<const site*, std::unique_ptr<name_info>> names;
   // Names of sites in unloaded shared objects: backends may still hold them,
   // but a new object mapped at the same address must not find them.
@@ -262,6 +327,7 @@ struct session {
   std::unordered_map<std::pair<std::string_view, std::string_view>, const name_info*, text_hash>
       names_by_text;  // (name, domain) → identity; views into the name_info
   const name_info* identity(const name_info* name) const noexcept { return name_identity[name->id]; }
+  std::vector<chunk*> thread_chunks;  // one thread's chunks, as drain_thread found them
   // The name of a site from the cache runtime_state::name_of fills, or nullptr.
   // A hit's name is never nullptr (sites are never nullptr).
   const std::pair<const site*, const name_info*>& cached_name(const site* record_site) const noexcept {
@@ -315,11 +381,14 @@ struct session {
   // Async-signal-safe (the terminating-signal handler calls it).
   void wake() noexcept {
     if (wake_pending.exchange(true)) return;
-    const char byte = 1;
-    [[maybe_unused]] const ssize_t ignored = ::write(wake_pipe[1], &byte, 1);
+    wake_word.fetch_add(1);
+    syscall(SYS_futex, &wake_word, FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
   }
+  // The drainer: until woken, or for timeout_ms (-1: no limit).
+  void sleep_until_woken(int timeout_ms) noexcept;
+  bool has_drainer() const noexcept { return drainer_started; }
   std::uint64_t dropped() const noexcept {
-    return dropped_full + dropped_late + dropped_unwritten + dropped_too_deep;
+    return dropped_full + dropped_late + dropped_unwritten + dropped_reentrant + dropped_too_deep;
   }
 };
 
@@ -337,6 +406,8 @@ class runtime_state {
   const detail::runtime_api* attach(std::atomic<std::uint8_t>* flag);
   void detach(std::atomic<std::uint8_t>* flag);
   void write(thread_buffer** slot, std::uint64_t word, std::uint64_t extra, unsigned slots);
+  // An annotation that found the runtime busy on its thread: counted, not written.
+  void drop_reentrant() noexcept;
   const site* intern_literal(thread_buffer** slot, const char* literal, const char* domain);
   const site* register_name(std::string_view text, const char* domain);
   void set_thread_name(thread_buffer** slot, std::string_view name);
@@ -413,6 +484,8 @@ class runtime_state {
   const context_node* launch_context(session& s, thread_state& state, const std::string& thread_name);
   const name_info* name_of(session& s, const site* record_site);
   void drainer_loop(session& s);
+  // Starts s.drainer; says so when no thread can be had (s.drainer then stays empty).
+  void start_drainer(session& s);
   void report(session& s);
 
   friend struct thread_exit_hook;

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <signal.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <system_error>
 
 #include "ferret/config.hpp"
 #include "registry.hpp"
@@ -114,6 +116,7 @@ void runtime_state::initialize(startup prepared) {
   }
   config_ = *prepared.config;
   if (config_.backends.empty()) return;
+  for (const std::string& notice : config_.notices) message("{}", notice);
   // One line per name that is no backend; the others run.
   const std::vector<std::string>& problems = prepared.selection.problems;
   const bool none_left = prepared.selection.factories.empty();
@@ -124,7 +127,8 @@ void runtime_state::initialize(startup prepared) {
   std::atexit(on_process_exit);
   pthread_atfork([] { instance().fork_prepare(); }, [] { instance().fork_parent(); },
                  [] { instance().fork_child(); });
-  if (start_session()) install_signal_handlers();
+  // The handlers wait for the drainer to write the outputs: none without it.
+  if (start_session() && current_.load()->has_drainer()) install_signal_handlers();
 }
 
 bool runtime_state::start_session() {
@@ -169,17 +173,12 @@ bool runtime_state::start_session() {
   // Anonymous memory: pages cost nothing until a thread first writes them.
   void* arena = mmap(nullptr, chunk_count * chunk_bytes, PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (arena == MAP_FAILED || pipe2(s->wake_pipe, O_NONBLOCK | O_CLOEXEC) != 0) {
+  if (arena == MAP_FAILED) {
     message("cannot reserve {} bytes of event buffers (FERRET_BUFFER_SIZE): {}; running untraced",
             config_.buffer_bytes, std::strerror(errno));
-    if (arena != MAP_FAILED) munmap(arena, chunk_count * chunk_bytes);
     return false;
   }
-  const auto release_buffers = [&] {
-    munmap(arena, chunk_count * chunk_bytes);
-    close(s->wake_pipe[0]);
-    close(s->wake_pipe[1]);
-  };
+  const auto release_buffers = [&] { munmap(arena, chunk_count * chunk_bytes); };
 
   // Missing directories are created, as mkdir -p would (processes started
   // together, such as MPI ranks, may race to create them: that is fine). A
@@ -221,6 +220,7 @@ bool runtime_state::start_session() {
 
   // An output that cannot be written turns off its backend only.
   std::vector<std::pair<std::string, std::string>> failures;  // backend, why
+  const output_signals_held held;  // backends write their files' heads
   for (const auto& [name, factory] : backend_factories_) {
     std::string error;
     std::unique_ptr<backend> created = factory(context, error);
@@ -252,18 +252,8 @@ bool runtime_state::start_session() {
   s->scratch.reserve(s->chunk_events);
 
   session* started = s.release();
-  // Wait until the drain thread runs: a fork() while it is still being set up
-  // (its C library and sanitizer start-up allocate) can leave the child with
-  // an allocator lock held by a thread it does not have. Seen under GCC 12's
-  // AddressSanitizer: fork children hung in their first thread's start.
-  std::promise<void> drainer_running;
-  std::future<void> running = drainer_running.get_future();
-  started->drainer = std::thread{[this, started, &drainer_running] {
-    drainer_running.set_value();
-    drainer_loop(*started);
-  }};
-  running.wait();
-  g_signal_session.store(started);
+  start_drainer(*started);
+  if (started->has_drainer()) g_signal_session.store(started);
   current_.store(started, std::memory_order_release);
   if (config_.verbose >= 2)
     message("recording to {} backend(s); clock {}; {} chunks of {} events; output '{}'",
@@ -271,6 +261,40 @@ bool runtime_state::start_session() {
             context.output);
   publish_mode();
   return true;
+}
+
+void runtime_state::start_drainer(session& s) {
+  // Every asynchronous signal blocked in the drainer (it inherits this mask):
+  // the application's handlers run on its own threads, never in ferret's
+  // (where they could annotate into the drainer's own buffer), and a write
+  // over a file-size limit fails with EFBIG instead of raising SIGXFSZ.
+  sigset_t blocked;
+  sigfillset(&blocked);
+  for (const int synchronous : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS})
+    sigdelset(&blocked, synchronous);
+  sigset_t previous;
+  pthread_sigmask(SIG_SETMASK, &blocked, &previous);
+  try {
+    // Wait until the drain thread runs: a fork() while it is still being set
+    // up (its C library and sanitizer start-up allocate) can leave the child
+    // with an allocator lock held by a thread it does not have. Seen under
+    // GCC 12's AddressSanitizer: fork children hung in their first thread's start.
+    std::promise<void> drainer_running;
+    std::future<void> running = drainer_running.get_future();
+    s.drainer = std::thread{[this, &s, &drainer_running] {
+      drainer_running.set_value();
+      drainer_loop(s);
+    }};
+    running.wait();
+    s.drainer_started = true;
+  } catch (const std::system_error& error) {
+    // No thread to be had (ulimit -u, a container's pids limit): the
+    // application's threads drain when the buffers fill, and at exit.
+    message("cannot start the thread that writes the outputs ({}): the buffers are written when "
+            "they fill and at exit, by the application's threads",
+            error.code().message());
+  }
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
 }
 
 void runtime_state::publish_mode() {

@@ -20,11 +20,12 @@ constexpr setting table[] = {
      "(.json for chrome). %p: process id, %h: host name, %e: executable name, %%: '%'. A name "
      "without %p that several processes share (children, MPI ranks): the first keeps it, the "
      "others write beside it with their pid."},
-    {"FERRET_BUFFER_SIZE", "bytes, with K/M/G suffix, at least 256K", "8M",
+    {"FERRET_BUFFER_SIZE", "bytes, with K/M/G suffix, 256K to 4G", "8M",
      "Memory for buffered events, all threads together (16 bytes per event), in chunks of 1/64 of "
      "it (4 to 64 KiB). A thread hands each full chunk to the background thread and goes on in a "
      "free one; it waits only when no chunk is free, for one chunk (counted: application-waits, "
-     "application-wait-ns). Events that still cannot be kept are counted and reported."},
+     "application-wait-ns). Events that still cannot be kept are counted and reported. A larger "
+     "value is capped at 4G, with a message."},
     {"FERRET_FLUSH_INTERVAL", "milliseconds, 0 to 60000", "200",
      "How often the background thread drains the buffers. 0: only when a buffer fills, at "
      "ferret::flush() and at exit."},
@@ -145,11 +146,17 @@ std::optional<settings> parse_settings(env_lookup lookup, std::string& error) {
 
   const std::string buffer = value_of(lookup, "FERRET_BUFFER_SIZE");
   const auto bytes = parse_size(buffer);
-  if (!bytes || *bytes < (256u << 10) || *bytes > (std::uint64_t{1} << 40)) {
+  if (!bytes || *bytes < (256u << 10)) {
     error = malformed("FERRET_BUFFER_SIZE", buffer);
     return std::nullopt;
   }
-  result.buffer_bytes = static_cast<std::size_t>(*bytes);
+  // More only costs: the chunks' bookkeeping grows with it (1T took 538 MB).
+  constexpr std::uint64_t largest_buffer = std::uint64_t{4} << 30;
+  if (*bytes > largest_buffer)
+    result.notices.push_back(fmt::format("FERRET_BUFFER_SIZE='{}' is more than the largest buffer, "
+                                         "4G; using 4G",
+                                         buffer));
+  result.buffer_bytes = static_cast<std::size_t>(std::min(*bytes, largest_buffer));
 
   const std::string interval = value_of(lookup, "FERRET_FLUSH_INTERVAL");
   const auto ms = parse_unsigned(interval);

@@ -22,6 +22,7 @@ struct settings {
   unsigned signal_wait_ms;  // SIGINT/SIGTERM: how long the handler waits for the outputs
   clock_choice clock;
   int verbose;
+  std::vector<std::string> notices;  // values adjusted, one line each to say at start-up
 };
 
 // Parses the FERRET_* variables through `lookup` (getenv in production).

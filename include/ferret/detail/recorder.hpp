@@ -106,11 +106,21 @@ FERRET_ALWAYS_INLINE void read_clock(event* e) noexcept {
 #endif
 }
 
+// The end of the thread's chunk, read before the position (acquire: a plain
+// load, which the compiler keeps before the next): a signal handler that
+// switches chunks between the two reads leaves a position in the new chunk
+// and an old end, never an old position (the end of a full chunk) beside a
+// new end, which would write past the chunk.
+FERRET_ALWAYS_INLINE event* end_of(const thread_buffer* buffer) noexcept {
+  return __atomic_load_n(&buffer->end, __ATOMIC_ACQUIRE);
+}
+
 // Appends one event. Call only when recording() is true.
 FERRET_ALWAYS_INLINE void write(std::uint64_t word) noexcept {
   thread_buffer* buffer = t_buffer;
+  event* const end = end_of(buffer);
   event* slot = buffer->pos.load(std::memory_order_relaxed);
-  if (FERRET_LIKELY(slot != buffer->end)) {
+  if (FERRET_LIKELY(slot != end)) {
     read_clock(slot);
     slot->word = word;
     buffer->pos.store(slot + 1, std::memory_order_release);
@@ -122,8 +132,9 @@ FERRET_ALWAYS_INLINE void write(std::uint64_t word) noexcept {
 // Appends an event followed by a payload slot (counters).
 FERRET_ALWAYS_INLINE void write_with_payload(std::uint64_t word, std::uint64_t payload) noexcept {
   thread_buffer* buffer = t_buffer;
+  event* const end = end_of(buffer);
   event* slot = buffer->pos.load(std::memory_order_relaxed);
-  if (FERRET_LIKELY(buffer->end - slot >= 2)) {
+  if (FERRET_LIKELY(end - slot >= 2)) {
     read_clock(slot);
     slot->word = word;
     slot[1].time_lo = 0;

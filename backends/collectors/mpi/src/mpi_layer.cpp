@@ -225,6 +225,24 @@ void publish_clock_offset(MPI_Comm communicator, int rank, int size, const char*
   ferret::set_metadata("mpi-clock-shared-with-rank-0", shared ? 1 : 0);
 }
 
+// Which run this rank belongs to, the same on every rank of it: rank 0's
+// host, pid and start time (CLOCK_REALTIME), hashed (FNV-1a). ferret-merge
+// refuses traces of different runs.
+void publish_job_identity(MPI_Comm communicator) {
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  timespec now{};
+  clock_gettime(CLOCK_REALTIME, &now);
+  const std::string text = std::string{host} + "/" + std::to_string(getpid()) + "/" +
+                           std::to_string(now.tv_sec) + "." + std::to_string(now.tv_nsec);
+  std::uint64_t identity = 14695981039346656037ULL;
+  for (const char c : text) identity = (identity ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
+  PMPI_Bcast(&identity, 1, MPI_UINT64_T, 0, communicator);
+  char hex[17] = {};
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(identity));
+  ferret::set_metadata("mpi-job", std::string_view{hex});
+}
+
 // What this rank records with: 0 without a session, else a hash of
 // FERRET_BACKEND (the backends' collectives must match across ranks).
 std::uint64_t recording_signature() {
@@ -263,6 +281,7 @@ int after_init(int result) {
   runtime::join_process_group(*g_group);
   const int rank = static_cast<int>(g_group->rank()), size = static_cast<int>(g_group->size());
   publish_clock_offset(communicator, rank, size, "init");
+  publish_job_identity(communicator);
   g_group->set_collectives_available(false);
   // Only in a group: naming a new communicator is a collective of its members.
   start_communication_recording(g_group->rank());

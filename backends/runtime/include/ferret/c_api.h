@@ -43,7 +43,11 @@ void ferret_data_object_unregister(uint64_t id);
 
 void ferret_set_thread_name(const char* name);
 void ferret_set_metadata_string(const char* key, const char* value);
+/* is_integer: the value is written as an integer where it is one within 64
+ * bits, else as the number it is. */
 void ferret_set_metadata_number(const char* key, double value, int is_integer);
+/* An integer exactly: the bits of an int64_t when is_signed, else of a uint64_t. */
+void ferret_set_metadata_integer(const char* key, uint64_t bits, int is_signed);
 void ferret_flush(void);
 void ferret_pause(void);
 void ferret_resume(void);

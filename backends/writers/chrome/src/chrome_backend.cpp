@@ -29,6 +29,7 @@
 #include <vector>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -309,14 +310,14 @@ const char* synchronization_name(std::uint32_t detail) noexcept {
 class chrome_backend final : public runtime::backend {
  public:
   chrome_backend(const session_info& session, std::string path, int fd)
-      : session_(session), path_(std::move(path)), fd_(fd) {
+      : session_(session), path_(std::move(path)), fd_(fd), file_(runtime::identity_of(fd)) {
   }
 
   ~chrome_backend() override {
     // Never writes: without a final flush the file stays as the last write
     // left it (a valid document), and in a fork child that exits without
     // calling abandon() this object is a copy that must not touch the file.
-    if (fd_ >= 0) ::close(fd_);
+    runtime::close_if_open_on(fd_, file_);
   }
 
   chrome_backend(const chrome_backend&) = delete;
@@ -391,7 +392,7 @@ class chrome_backend final : public runtime::backend {
     if (status.final || out_.size() >= flush_threshold()) write_out();
     if (status.final) {
       guard_.finish();
-      if (::close(fd_) != 0) fail(errno, "close");
+      if (runtime::still_open_on(fd_, file_) && ::close(fd_) != 0) fail(errno, "close");
       fd_ = -1;
       closed_ = true;
       // One line for a trace that lost events: describe() gives it at exit
@@ -402,7 +403,7 @@ class chrome_backend final : public runtime::backend {
 
   void abandon() noexcept override {
     guard_.forget();
-    if (fd_ >= 0) ::close(fd_);
+    runtime::close_if_open_on(fd_, file_);
     fd_ = -1;
     closed_ = true;
     // Release memory, never write: the parent process owns the file.
@@ -1103,8 +1104,50 @@ class chrome_backend final : public runtime::backend {
   // whenever the batch is full, so that the file on disk is a complete
   // document after every write, not only after a flush.
   void write_out() {
+    keep_descriptors();
     write_pending();
     write_trailer();
+  }
+
+  // A program may close every descriptor (daemons do) and open its own files
+  // under the same numbers: nothing of the program's is ever written or
+  // closed. The trace is opened again by its name when it is still the same
+  // file, and the exit guard, whose pipe went with the descriptors, started
+  // again. The guard closed the file when its pipe closed: a batch it cut
+  // short is counted as not written.
+  void keep_descriptors() {
+    if (fd_ < 0) return;
+    const bool trace_kept = runtime::still_open_on(fd_, file_);
+    if (trace_kept && guard_.intact()) return;
+    if (!trace_kept) {
+      int fd = -1;
+      do {
+        fd = ::open(path_.c_str(), O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+      } while (fd < 0 && errno == EINTR);
+      int error_number = errno;
+      const int flags = fd >= 0 ? ::fcntl(fd, F_GETFL) : -1;
+      if (fd >= 0 && (!runtime::still_open_on(fd, file_) || flags < 0 ||
+                      ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0)) {
+        error_number = ENOENT;  // another file has the name now
+        ::close(fd);
+        fd = -1;
+      }
+      fd_ = fd;  // the old number is the program's now
+      if (fd_ < 0) {
+        fail(error_number, "opening the trace again after the program closed its descriptor");
+        return;
+      }
+    }
+    if (!guard_.intact()) {
+      guard_.restart(fd_);
+      struct stat status{};
+      if (::fstat(fd_, &status) == 0 && status.st_size < events_end_ &&
+          events_end_ != previous_events_end_) {
+        events_not_written_ += events_in_previous_batch_;
+        events_in_previous_batch_ = 0;
+        events_end_ = previous_events_end_;
+      }
+    }
   }
 
   // The parts of the metadata that come from the runtime, kept as text: the
@@ -1218,6 +1261,7 @@ class chrome_backend final : public runtime::backend {
   session_info session_;
   std::string path_;
   int fd_;
+  runtime::file_identity file_;  // what fd_ is open on (see keep_descriptors)
   bool closed_ = false;  // after the final flush or abandon()
   bool failed_ = false;  // a write failed: stop writing, say so in describe()
   int error_number_ = 0;
@@ -1279,21 +1323,18 @@ std::unique_ptr<runtime::backend> make_backend(const runtime::backend_context& c
     return nullptr;
   }
   std::string path = runtime::output_file(context, ".json");
-  const auto cannot_write = [&](int error_number) {
-    error = fmt::format("cannot write the chrome trace to '{}': {}", path,
-                        std::strerror(error_number));
+  const auto cannot_write = [&](std::string_view reason) {
+    error = fmt::format("cannot write the chrome trace to '{}': {}", path, reason);
   };
-  int fd = -1;
-  do {
-    fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  } while (fd < 0 && errno == EINTR);
+  std::string reason;
+  const int fd = runtime::open_output_file(path, reason);
   if (fd < 0) {
-    cannot_write(errno);
+    cannot_write(reason);
     return nullptr;
   }
   auto backend = std::make_unique<chrome_backend>(*context.session, path, fd);
   if (const int error_number = backend->start(); error_number != 0) {
-    cannot_write(error_number);
+    cannot_write(std::strerror(error_number));
     backend.reset();
     ::unlink(path.c_str());  // untraced leaves nothing behind
     return nullptr;

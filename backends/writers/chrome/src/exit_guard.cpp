@@ -114,6 +114,7 @@ bool exit_guard::start(int fd, off_t events_end, std::string_view trailer) {
   fd_ = fd;
   pipe_read_ = ends[0];
   pipe_write_ = ends[1];
+  pipe_ = runtime::identity_of(pipe_write_);
   rlimit descriptors{};
   if (::getrlimit(RLIMIT_NOFILE, &descriptors) == 0 && descriptors.rlim_cur != RLIM_INFINITY)
     max_descriptors_ = static_cast<int>(std::min<rlim_t>(descriptors.rlim_cur, 1 << 20));
@@ -155,7 +156,8 @@ void exit_guard::publish(off_t events_end, std::string_view trailer) {
 void exit_guard::stop(bool finished) noexcept {
   if (pid_ <= 0) return;
   __atomic_store_n(&finished_, finished, __ATOMIC_RELEASE);
-  ::close(pipe_write_);
+  // Unless the program closed it already (and may use the number now).
+  runtime::close_if_open_on(pipe_write_, pipe_);
   pipe_write_ = -1;
   // The guard shares this memory: wait until it is gone before freeing any.
   while (::waitpid(pid_, nullptr, __WCLONE) < 0 && errno == EINTR) {
@@ -167,8 +169,19 @@ void exit_guard::stop(bool finished) noexcept {
 
 void exit_guard::finish() noexcept { stop(true); }
 
+bool exit_guard::intact() const noexcept {
+  return pid_ <= 0 || runtime::still_open_on(pipe_write_, pipe_);
+}
+
+void exit_guard::restart(int fd) {
+  const record last = records_[active_];
+  const std::string trailer{last.trailer, last.trailer_size};
+  stop(false);
+  start(fd, last.events_end, trailer);
+}
+
 void exit_guard::forget() noexcept {
-  if (pipe_write_ >= 0) ::close(pipe_write_);
+  runtime::close_if_open_on(pipe_write_, pipe_);
   pipe_write_ = -1;
   pid_ = -1;  // the parent's child, not ours
   if (stack_ != nullptr) ::munmap(stack_, guard_stack_bytes);  // our copy of it

@@ -34,6 +34,8 @@
 
 #include <sys/types.h>
 
+#include "ferret/runtime/backend.hpp"
+
 namespace ferret::chrome {
 
 class exit_guard {
@@ -59,6 +61,13 @@ class exit_guard {
 
   bool running() const noexcept { return pid_ > 0; }
 
+  /// False when a guard runs but its pipe is gone (the program closed our end
+  /// with its other descriptors): the guard has then closed the file as last
+  /// published, and exited.
+  bool intact() const noexcept;
+  /// Replaces such a guard by a new one for `fd`, with the last published record.
+  void restart(int fd);
+
  private:
   struct record {
     off_t events_end = 0;
@@ -79,6 +88,7 @@ class exit_guard {
   int fd_ = -1;                       // the trace (the guard's copy of the descriptor)
   int pipe_read_ = -1;                // the guard's end (closed in this process)
   int pipe_write_ = -1;               // ours: closed by the kernel when we die
+  runtime::file_identity pipe_;       // what pipe_write_ is open on
   int max_descriptors_ = 0;           // for closing the others without close_range
   pid_t pid_ = -1;
   void* stack_ = nullptr;

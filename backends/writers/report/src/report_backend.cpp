@@ -2,6 +2,7 @@
 #include "report_backend.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -25,15 +26,22 @@ std::string directory_of(const std::string& path) {
   return slash == 0 ? "/" : path.substr(0, slash);
 }
 
-// Writes `text` to `path` through `path`.part; 0 or the errno of the failure
-// (the partial file is removed then).
-int write_file(const std::string& path, std::string_view text) {
+// Why `path` cannot take the report: it exists and is not a regular file (a
+// FIFO, a device), which the rename would replace. Empty when it can.
+std::string not_replaceable(const std::string& path) {
+  struct stat status{};
+  if (::stat(path.c_str(), &status) != 0 || S_ISREG(status.st_mode)) return {};
+  return S_ISFIFO(status.st_mode) ? "a FIFO, not a regular file" : "not a regular file";
+}
+
+// Writes `text` to `path` through `path`.part; "" or why it failed (the
+// partial file is removed then).
+std::string write_file(const std::string& path, std::string_view text) {
+  if (std::string reason = not_replaceable(path); !reason.empty()) return reason;
   const std::string part = path + ".part";
-  int fd = -1;
-  do {
-    fd = ::open(part.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  } while (fd < 0 && errno == EINTR);
-  if (fd < 0) return errno;
+  std::string reason;
+  const int fd = runtime::open_output_file(part, reason);
+  if (fd < 0) return reason;
   int failure = 0;
   while (!text.empty()) {
     const ssize_t written = ::write(fd, text.data(), text.size());
@@ -47,7 +55,7 @@ int write_file(const std::string& path, std::string_view text) {
   if (::close(fd) != 0 && failure == 0) failure = errno;
   if (failure == 0 && std::rename(part.c_str(), path.c_str()) != 0) failure = errno;
   if (failure != 0) ::unlink(part.c_str());
-  return failure;
+  return failure != 0 ? std::strerror(failure) : "";
 }
 
 class report_backend final : public profile::profile_backend {
@@ -63,9 +71,8 @@ class report_backend final : public profile::profile_backend {
  private:
   void write(const profile::profile_model& model) override {
     const std::string page = report_page(report_data(model));
-    if (const int failure = write_file(path_, page); failure != 0)
-      runtime::print_message(
-          fmt::format("cannot write the report to '{}': {}", path_, std::strerror(failure)));
+    if (const std::string failure = write_file(path_, page); !failure.empty())
+      runtime::print_message(fmt::format("cannot write the report to '{}': {}", path_, failure));
     else
       written_ = true;
   }
@@ -86,6 +93,10 @@ std::unique_ptr<runtime::backend> make_backend(const runtime::backend_context& c
   // Written only at exit: say now, not then, when it cannot be.
   if (::access(directory_of(path).c_str(), W_OK | X_OK) != 0) {
     error = fmt::format("cannot write the report to '{}': {}", path, std::strerror(errno));
+    return nullptr;
+  }
+  if (const std::string reason = not_replaceable(path); !reason.empty()) {
+    error = fmt::format("cannot write the report to '{}': {}", path, reason);
     return nullptr;
   }
   return std::make_unique<report_backend>(*context.session, std::move(path));

@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "ferret/runtime/backend.hpp"
 #include "tau_names.hpp"
 
 namespace ferret::tau {
@@ -25,9 +26,8 @@ constexpr std::string_view application_name = ".TAU application";
 class file_writer {
  public:
   explicit file_writer(const std::string& path) {
-    do {
-      fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    } while (fd_ < 0 && errno == EINTR);
+    std::string reason;
+    fd_ = runtime::open_output_file(path, reason);  // never a FIFO's endless open
     if (fd_ < 0) error_ = errno;
     buffer_.reserve(capacity);
   }

@@ -95,12 +95,15 @@ def _declare(library):
         "ferret_set_thread_name": ([c_char_p], None),
         "ferret_set_metadata_string": ([c_char_p, c_char_p], None),
         "ferret_set_metadata_number": ([c_char_p, c_double, c_int], None),
+        "ferret_set_metadata_integer": ([c_char_p, ctypes.c_uint64, c_int], None),
         "ferret_flush": ([], None),
         "ferret_pause": ([], None),
         "ferret_resume": ([], None),
     }
     for name, (arguments, result) in signatures.items():
-        function_ = getattr(library, name)
+        function_ = getattr(library, name, None)
+        if function_ is None:  # added since C API version 1 (set_metadata_integer)
+            continue
         function_.argtypes = arguments
         function_.restype = result
     return library
@@ -311,14 +314,35 @@ def set_thread_name(name):
         _lib.ferret_set_thread_name(_encode(name))
 
 
+def _say(line):
+    """One line on stderr, as the runtime writes its own (one write)."""
+    try:
+        os.write(2, ("ferret: %s\n" % line).encode("utf-8", "replace"))
+    except OSError:
+        pass
+
+
 def set_metadata(key, value):
-    """A fact about the run (string or number), written with the output's metadata."""
+    """A fact about the run (string or number), written with the output's metadata.
+    Integers are exact from -2**63 to 2**64 - 1; one outside that range is not
+    recorded (said on stderr), since no output holds it as a number."""
     if _lib is None:
         return
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        _lib.ferret_set_metadata_string(_encode(key), _encode(value))
-    else:
-        _lib.ferret_set_metadata_number(_encode(key), float(value), isinstance(value, int))
+    try:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            _lib.ferret_set_metadata_string(_encode(key), _encode(value))
+        elif isinstance(value, int):
+            if not -2**63 <= value < 2**64:
+                _say("set_metadata(%r): %d does not fit 64 bits; not recorded"
+                     % (str(key), value) if value.bit_length() <= 256 else
+                     "set_metadata(%r): an integer of %d bits does not fit 64 bits; not recorded"
+                     % (str(key), value.bit_length()))
+                return
+            _lib.ferret_set_metadata_integer(_encode(key), value & (2**64 - 1), int(value < 2**63))
+        else:
+            _lib.ferret_set_metadata_number(_encode(key), float(value), 0)
+    except Exception as error:  # never into the program: a key or value str() refuses
+        _say("set_metadata: not recorded (%s: %s)" % (type(error).__name__, error))
 
 
 def flush():

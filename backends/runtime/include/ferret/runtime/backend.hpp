@@ -313,6 +313,27 @@ struct backend_context {
 /// the path with its extension replaced by (or extended with) `extension`.
 FERRET_EXPORT std::string output_file(const backend_context& context, std::string_view extension);
 
+/// Opens `path` for writing, created or emptied, without ever blocking: a
+/// FIFO, a device or anything else that is not a regular file is refused
+/// (neither written, emptied nor removed). Returns the descriptor
+/// (close-on-exec), or -1 with `reason` saying why (for "cannot write ... to
+/// '<path>': <reason>"; a directory that could not be made is named) and errno
+/// set (EINVAL for a file that is not a regular one).
+FERRET_EXPORT int open_output_file(const std::string& path, std::string& reason) noexcept;
+
+/// Which file a descriptor is open on. A program may close every descriptor
+/// (daemons do) and reuse the numbers for its own files: a backend that keeps
+/// a file open checks, before it writes or closes, that the descriptor is
+/// still open on its file.
+struct file_identity {
+  std::uint64_t device = 0;
+  std::uint64_t inode = 0;  // 0: not open
+};
+FERRET_EXPORT file_identity identity_of(int fd) noexcept;
+FERRET_EXPORT bool still_open_on(int fd, const file_identity& file) noexcept;
+/// Closes `fd` only if it is still open on `file`.
+FERRET_EXPORT void close_if_open_on(int fd, const file_identity& file) noexcept;
+
 class backend {
  public:
   virtual ~backend() = default;
