@@ -38,7 +38,10 @@ struct limits {
   std::size_t kernels_per_device = 1'000;
 };
 
-/// The JSON document, safe to place inside <script type="application/json">.
+/// The JSON document, safe to place inside <script type="application/json">:
+/// every string is shown through readable_text (valid UTF-8, no control
+/// characters), cut to 1000 columns, and '<', '>', '&', U+2028 and U+2029 are
+/// \u escapes, so that no name can end the element or be read as markup.
 std::string report_data(const profile::profile_model& model, const limits& bounds = {});
 
 }  // namespace ferret::report
