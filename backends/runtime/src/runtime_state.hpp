@@ -97,6 +97,7 @@ struct chunk {
   event* begin = nullptr;
   event* capacity_end = nullptr;
   event* filled = nullptr;  // end of its events once it stopped being current
+  bool pages_touched = false;  // its memory written once (see runtime_state::switch_chunk)
 };
 
 // A shared object's thread slot (its t_buffer) bound to a thread's state,
