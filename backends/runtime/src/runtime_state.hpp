@@ -249,6 +249,7 @@ struct session {
   context_tree contexts;
   launch_table launches;
   object_history objects;
+  allocation_names allocations;  // the names of the objects the runtime names itself
   std::vector<gpu_activity> gpu_batch;
   std::vector<gpu_device_info> gpu_devices;
   std::vector<communicator_info> new_communicators;
