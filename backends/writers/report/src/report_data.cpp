@@ -12,6 +12,7 @@
 #include <variant>
 #include <vector>
 
+#include "number_format.hpp"
 #include "readable_text.hpp"
 
 namespace ferret::report {
@@ -318,6 +319,25 @@ std::string report_data(const profile_model& model, const limits& bounds) {
                        {"calls", region.calls},
                        {"inclusive_ns", region.inclusive_ns}});
   document["regions"] = std::move(regions);
+
+  json counters = json::array();
+  for (const profile::counter_totals& counter : model.counters())
+    counters.push_back({{"name", counter.name},
+                        {"domain", counter.domain},
+                        {"samples", counter.samples},
+                        {"min", counter.min},
+                        {"mean", counter.mean()},
+                        {"max", counter.max},
+                        {"last", counter.last},
+                        // As the summary writes them (number_format.hpp): doubles
+                        // print differently in JavaScript.
+                        {"shown", {profile::value_text(counter.min), profile::value_text(counter.mean()),
+                                   profile::value_text(counter.max), profile::value_text(counter.last)}}});
+  document["counters"] = std::move(counters);
+  json marks = json::array();
+  for (const profile::mark_totals& mark : model.marks())
+    marks.push_back({{"name", mark.name}, {"domain", mark.domain}, {"count", mark.count}});
+  document["marks"] = std::move(marks);
 
   json devices = json::array();
   for (const auto& [id, device] : model.devices()) devices.push_back(device_object(device, bounds));

@@ -13,6 +13,10 @@
 //                  calls, inclusive_ns, exclusive_ns, gpu (exclusive)
 //   paths          GPU work per region path, as the summary lists it
 //   regions        host regions by name: name, domain, calls, inclusive_ns
+//   counters       per counter: name, domain, samples, min, mean, max, last
+//                  (numbers, null where not finite) and `shown`, the four as
+//                  the summary writes them
+//   marks          per mark: name, domain, count
 //   devices        per GPU: properties, copies and memsets by direction,
 //                  kernels, live memory and stream busy time per time bucket
 //   kernels, copies  all devices together, as the summary lists them
