@@ -15,11 +15,11 @@ int main(int argc, char** argv) {
   for (const std::string& difference : result.differences)
     std::printf("difference: %s\n", difference.c_str());
   std::printf("compared %zu region names (%llu calls), %llu copies, %llu marks, %llu counter "
-              "samples: %s\n",
+              "samples, %zu thread names: %s\n",
               result.regions, static_cast<unsigned long long>(result.calls),
               static_cast<unsigned long long>(result.copies),
               static_cast<unsigned long long>(result.marks),
-              static_cast<unsigned long long>(result.counter_samples),
+              static_cast<unsigned long long>(result.counter_samples), result.threads,
               result.differences.empty() ? "the same" : "DIFFERENT");
   return result.differences.empty() ? 0 : 1;
 }

@@ -254,6 +254,48 @@ TEST_CASE("allocations the collector tracks are named after their calling contex
   CHECK(released == std::vector<std::string>{"cudaMalloc@setup", "cudaMallocHost"});
 }
 
+TEST_CASE("allocations of one call site alive together are told apart by a number") {
+  collector();
+  memory_backend::clear();
+  static char blocks[4][256];
+  const auto allocate = [](std::uint64_t correlation, char* block) {
+    api_call("zeMemAllocDevice", correlation);
+    CHECK(ferret::runtime::register_allocation("zeMemAllocDevice", correlation, block, 256,
+                                               ferret::memory_kind::device, 64) != 0);
+  };
+  {
+    ferret::region setup{"setup"};
+    allocate(400, blocks[0]);
+    allocate(401, blocks[1]);  // while the first lives
+    allocate(402, blocks[2]);
+  }
+  ferret::flush();
+  ferret::runtime::unregister_allocation(blocks[1]);  // its number is free again
+  {
+    ferret::region setup{"setup"};
+    allocate(403, blocks[3]);
+  }
+  for (char* block : {blocks[0], blocks[2], blocks[3]}) ferret::runtime::unregister_allocation(block);
+  {
+    // Allocated and freed in a loop: one name throughout.
+    ferret::region setup{"setup"};
+    for (std::uint64_t i = 0; i < 3; ++i) {
+      allocate(410 + i, blocks[0]);
+      ferret::runtime::unregister_allocation(blocks[0]);
+    }
+  }
+  ferret::flush();
+  const capture c = memory_backend::snapshot();
+  std::vector<std::string> registered;
+  for (const auto& event : c.objects)
+    if (event.change == ferret::runtime::data_object_change::registered)
+      registered.push_back(event.object.name);
+  CHECK(registered == std::vector<std::string>{
+                          "zeMemAllocDevice@setup", "zeMemAllocDevice@setup #2",
+                          "zeMemAllocDevice@setup #3", "zeMemAllocDevice@setup #2",
+                          "zeMemAllocDevice@setup", "zeMemAllocDevice@setup", "zeMemAllocDevice@setup"});
+}
+
 TEST_CASE("devices reach the backends before their operations") {
   fake_collector& source = collector();
   memory_backend::clear();

@@ -67,3 +67,20 @@ done
 test -f "$libdir/pkgconfig/ferret.pc"
 # ferret-merge is installed, and runs.
 "$work/prefix/bin/ferret-merge" --help > /dev/null
+# With FERRET_PYTHON_SITE_PACKAGES, Python finds the module without PYTHONPATH:
+# a ferret.pth in its site directory names <prefix>/lib/python. Configured
+# alone (nothing to build: the module and the .pth are the python component).
+site="$work/site-packages"
+cmake -S "$source" -B "$work/python-site" -G "$generator" -DFERRET_PYTHON_SITE_PACKAGES="$site" \
+      -DFERRET_BUILD_TESTS=OFF -DFERRET_BUILD_EXAMPLES=OFF -DFERRET_CUDA=OFF -DFERRET_OPENMP=OFF \
+      -DFERRET_LEVEL_ZERO=OFF > "$work/python-site-configure.log"
+cmake --install "$work/python-site" --component python --prefix "$work/prefix" > "$work/python-site-install.log"
+grep -qx "$work/prefix/lib.*/python" "$site/ferret.pth"
+(cd "$work" && env -u PYTHONPATH FERRET_BACKEND=chrome FERRET_OUTPUT=site.json python3 -c '
+import site, sys
+site.addsitedir(sys.argv[1])  # as Python does with its own site-packages at start
+import ferret
+with ferret.region("found through ferret.pth"):
+    pass' "$site")
+"$work/prefix/bin/ferret-trace-check" "$work/site.json"
+grep -q '"found through ferret.pth"' "$work/site.json"

@@ -59,7 +59,8 @@ add_test(NAME otf2_example
 set_tests_properties(otf2_example PROPERTIES LABELS "process")
 
 # One run written by both backends (FERRET_BACKEND=chrome,otf2) shows the same
-# events in both: region calls and durations, copies, marks, counter samples.
+# events in both: region calls and durations, copies, marks, counter samples,
+# thread names.
 add_library(ferret_chrome_otf2_compare STATIC support/chrome_otf2_compare.cpp)
 target_include_directories(ferret_chrome_otf2_compare PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
 target_link_libraries(ferret_chrome_otf2_compare PUBLIC ferret_otf2_check
@@ -67,7 +68,7 @@ target_link_libraries(ferret_chrome_otf2_compare PUBLIC ferret_otf2_check
 add_executable(chrome-otf2-compare chrome_otf2_compare_main.cpp)
 target_link_libraries(chrome-otf2-compare PRIVATE ferret_chrome_otf2_compare ferret_warnings)
 add_test(NAME otf2_chrome_same_events
-         COMMAND ${CMAKE_COMMAND} -DHEAT=$<TARGET_FILE:heat>
+         COMMAND ${CMAKE_COMMAND} -DHEAT=$<TARGET_FILE:heat> -DTEST_APP=$<TARGET_FILE:ferret-test-app>
                  -DCOMPARE=$<TARGET_FILE:chrome-otf2-compare> ${otf2_readers}
                  -DWORK=${CMAKE_CURRENT_BINARY_DIR}/otf2_chrome_same_events
                  -P ${CMAKE_CURRENT_SOURCE_DIR}/otf2_chrome_same_events.cmake)

@@ -145,7 +145,7 @@ TEST_CASE("host threads: regions, counters, marks and metadata") {
   CHECK(report.timer_resolution == 1'000'000'000U);
   REQUIRE(report.locations.size() == 2);
   for (const auto& [id, location] : report.locations) CHECK(location.type == 1);  // CPU thread
-  CHECK(report.locations.at(0).name == "main thread");
+  CHECK(report.locations.at(0).name == "main");  // as chrome and TAU name it
   CHECK(report.locations.at(1).name == "worker");
   CHECK(report.location_group_types.at(0) == 1);  // process
   CHECK(report.regions.count("solve") == 1);

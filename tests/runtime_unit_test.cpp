@@ -12,6 +12,7 @@
 
 #include "clock.hpp"
 #include "data_object_map.hpp"
+#include "ferret/runtime/text.hpp"
 #include "settings.hpp"
 
 using namespace ferret::runtime::internal;
@@ -263,4 +264,33 @@ TEST_CASE("clock: a value once given never changes, so times never go back acros
     previous_raw = given.back().first;
     previous_ns = given.back().second;
   }
+}
+
+TEST_CASE("text: UTF-8 sequences, as RFC 3629 bounds them") {
+  using ferret::runtime::utf8_sequence_length;
+  CHECK(utf8_sequence_length("a", 0) == 1);
+  CHECK(utf8_sequence_length("\xc3\xa4", 0) == 2);          // ä
+  CHECK(utf8_sequence_length("\xe2\x80\xa8", 0) == 3);      // U+2028
+  CHECK(utf8_sequence_length("\xf4\x8f\xbf\xbf", 0) == 4);  // U+10FFFF
+  CHECK(utf8_sequence_length("\xc1\xbf", 0) == 0);          // overlong
+  CHECK(utf8_sequence_length("\xe0\x9f\xbf", 0) == 0);      // overlong below U+0800
+  CHECK(utf8_sequence_length("\xed\xa0\x80", 0) == 0);      // a surrogate
+  CHECK(utf8_sequence_length("\xf4\x90\x80\x80", 0) == 0);  // above U+10FFFF
+  CHECK(utf8_sequence_length("\xe2\x80", 0) == 0);          // cut by the end
+  CHECK(utf8_sequence_length("\x80", 0) == 0);              // a stray continuation
+  CHECK(utf8_sequence_length("a\xe2\x82\xac", 1) == 3);     // from an offset: €
+  CHECK(ferret::runtime::utf8_code_point("\xe2\x82\xac") == 0x20AC);
+  CHECK(ferret::runtime::valid_utf8("gr\xc3\xb6\xc3\x9f" "e"));
+  CHECK(!ferret::runtime::valid_utf8("bad \xff"));
+  std::string written;
+  for (const std::uint32_t point : {0x41U, 0xE4U, 0x20ACU, 0x1F600U})
+    ferret::runtime::append_utf8(written, point);
+  CHECK(written == "A\xc3\xa4\xe2\x82\xac\xf0\x9f\x98\x80");
+}
+
+TEST_CASE("text: FNV-1a, 32 and 64 bits (the published test values)") {
+  CHECK(ferret::runtime::fnv1a_32("") == 0x811c9dc5U);
+  CHECK(ferret::runtime::fnv1a_32("a") == 0xe40c292cU);
+  CHECK(ferret::runtime::fnv1a_64("") == 0xcbf29ce484222325ULL);
+  CHECK(ferret::runtime::fnv1a_64("a") == 0xaf63dc4c8601ec8cULL);
 }

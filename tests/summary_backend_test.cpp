@@ -624,16 +624,67 @@ TEST_CASE("data objects by bytes moved, names copied during the call") {
   INFO(report);
   const lines body = section(report, "Data objects");
   CHECK(texts(body.front()) ==
-        std::vector<std::string>{"HtoD", "DtoH", "DtoD", "HtoH", "PtoP", "memset", "object"});
-  check_aligned(body, "rrrrrrl");
+        std::vector<std::string>{"size", "HtoD", "DtoH", "DtoD", "HtoH", "PtoP", "memset", "object"});
+  check_aligned(body, "rrrrrrrl");
   CHECK(rows(body) ==
         std::vector<std::vector<std::string>>{
-            {"-", "2.0 MiB", "-", "-", "-", "4.0 KiB", "cudaMalloc@solve/setup (auto)"},
-            {"1.0 MiB", "-", "-", "-", "-", "-", "grid (host)"},
-            {"1.0 MiB", "-", "-", "-", "-", "-", "grid"},
-            {"-", "-", "512.0 KiB", "-", "-", "-", "halo"},
-            {"-", "-", "-", "-", "100 B", "-", "data object 99"},
+            {"64 B", "-", "2.0 MiB", "-", "-", "-", "4.0 KiB", "cudaMalloc@solve/setup (auto)"},
+            {"64 B", "1.0 MiB", "-", "-", "-", "-", "-", "grid (host)"},
+            {"64 B", "1.0 MiB", "-", "-", "-", "-", "-", "grid"},
+            {"64 B", "-", "-", "512.0 KiB", "-", "-", "-", "halo"},
+            {"-", "-", "-", "-", "-", "100 B", "-", "data object 99"},
         });
+}
+
+TEST_CASE("data objects nothing moved are listed too, the largest first: host arrays") {
+  summary_run run;
+  const rt::data_object_info small{1, "grid A", 0x10000, 4 * KiB, memory_kind::host, -1};
+  const rt::data_object_info large{2, "grid B", 0x20000, 2 * MiB, memory_kind::host, -1};
+  const rt::data_object_info moved = object_info(3, "halo");
+  for (const rt::data_object_info* object : {&small, &large, &moved})
+    run.backend().data_object({10, rt::data_object_change::registered, main_tid, object});
+  run.activities({copy_between(copy_kind::host_to_device, 100, nullptr, &moved)});
+  const std::string report = run.finish();
+  INFO(report);
+  CHECK(rows(section(report, "Data objects")) ==
+        std::vector<std::vector<std::string>>{
+            {"64 B", "100 B", "-", "-", "-", "-", "-", "halo"},
+            {"2.0 MiB", "-", "-", "-", "-", "-", "-", "grid B"},
+            {"4.0 KiB", "-", "-", "-", "-", "-", "-", "grid A"},
+        });
+}
+
+TEST_CASE("counters: samples, min, mean, max and the latest value; marks counted") {
+  summary_run run;
+  name_table names;
+  const rt::name_info* residual = names.add("residual");
+  const rt::name_info* energy = names.add("energy", "physics");
+  const rt::name_info* checkpoint = names.add("checkpoint");
+  const rt::name_info* converged = names.add("converged");
+  const auto sample = [](std::int64_t ns, const rt::name_info* name, double value) {
+    return rt::record{ns, record_kind::counter, name, value};
+  };
+  const auto mark = [](std::int64_t ns, const rt::name_info* name) {
+    return rt::record{ns, record_kind::mark, name, 0.0};
+  };
+  // The worker's records arrive after the main thread's, its last sample is earlier.
+  run.records(main_tid, {sample(1 * ms, residual, 1.0), mark(2 * ms, checkpoint),
+                         sample(9 * ms, residual, 0.25), mark(9 * ms, converged)});
+  run.records(worker_tid, {sample(3 * ms, residual, 0.5), sample(5 * ms, residual, 0.125),
+                           sample(6 * ms, energy, -2.5e6), mark(7 * ms, checkpoint)});
+  const std::string report = run.finish();
+  INFO(report);
+  const lines counters = section(report, "Counters");
+  CHECK(texts(counters.front()) ==
+        std::vector<std::string>{"samples", "min", "mean", "max", "last", "counter"});
+  check_aligned(counters, "rrrrrl");
+  CHECK(rows(counters) == std::vector<std::vector<std::string>>{
+                              {"4", "0.125", "0.46875", "1", "0.25", "residual"},
+                              {"1", "-2.5e+06", "-2.5e+06", "-2.5e+06", "-2.5e+06", "energy [physics]"},
+                          });
+  const lines marks = section(report, "Marks");
+  CHECK(texts(marks.front()) == std::vector<std::string>{"count", "mark"});
+  CHECK(rows(marks) == std::vector<std::vector<std::string>>{{"2", "checkpoint"}, {"1", "converged"}});
 }
 
 TEST_CASE("data objects: the top 10, then how many more") {
@@ -885,10 +936,11 @@ TEST_CASE("FERRET_BACKEND=summary prints the host regions of a run at exit") {
       read_first_line(lines_of(report).front(), "ferret-test-app", std::to_string(result.pid));
   REQUIRE(first.has_value());
   CHECK(first->operations == "0");
-  CHECK(headings(report) == std::vector<std::string>{"Host regions"});
+  CHECK(headings(report) == std::vector<std::string>{"Host regions", "Marks"});
   std::map<std::string, std::string> calls;
   for (const auto& row : rows(section(report, "Host regions"))) calls[row.back()] = row.front();
   CHECK(calls == std::map<std::string, std::string>{{"main", "1"}, {"work", "200"}});
+  CHECK(rows(section(report, "Marks")) == std::vector<std::vector<std::string>>{{"200", "tick"}});
   CHECK(result.err.find("ferret: summary: printed on stderr") != std::string::npos);
 }
 

@@ -213,14 +213,22 @@ def compare_with_summary(dom, summary, gpu):
         check(table_header(table) == matrix[0], f'matrix header {matrix[0]}')
         check(table_rows(table) == matrix[1:], f'matrix rows {matrix[1:]} == {table_rows(table)}')
 
-    objects = {}
+    objects = []
     for row in table_rows(by_id(dom, 'objects-table')):
         # object, kind, where, size, HtoD, DtoH, DtoD, HtoH, PtoP, memset, operations, lifetime, touched
         name = row[0] + (' (auto)' if row[1] == 'auto' else '')
-        objects.setdefault(name, []).append(row[4:10] + [name])
+        objects.append([row[3]] + row[4:10] + [name])  # as the summary: size, bytes moved, object
     for wanted in summary_section(summary, 'Data objects')[1:]:
-        candidates = [row for name, rows in objects.items() for row in rows]
-        contains_row(candidates, wanted, 6, 'data object ' + wanted[-1][:40])
+        contains_row(objects, wanted, 7, 'data object ' + wanted[-1][:40])
+
+    counters = summary_section(summary, 'Counters')
+    if counters:
+        check(table_header(by_id(dom, 'code-counters')) == counters[0], 'the counter table has the summary\'s columns')
+    for wanted in counters[1:]:
+        contains_row(table_rows(by_id(dom, 'code-counters')), wanted, 5, 'counter ' + wanted[-1][:40])
+    marks = summary_section(summary, 'Marks')
+    for wanted in marks[1:]:
+        contains_row(table_rows(by_id(dom, 'code-marks')), wanted, 1, 'mark ' + wanted[-1][:40])
 
     memory = summary_section(summary, 'Memory')
     check(table_rows(by_id(dom, 'run-memory')) == memory[1:], f'memory rows {memory[1:]}')

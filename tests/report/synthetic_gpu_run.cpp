@@ -177,6 +177,8 @@ int main(int argc, char** argv) {
   // The host side: regions, with the API calls nested as the collector writes them.
   using ferret::testing::begin;
   using ferret::testing::end;
+  using ferret::testing::mark;
+  using ferret::testing::sample;
   const std::vector<rt::record> host{
       begin(0, main_region),
       begin(1 * ms, setup),
@@ -196,6 +198,18 @@ int main(int argc, char** argv) {
       end(50 * ms, main_region),
   };
   const rt::thread_info main_thread{pid, main_tid, "main", true};
+  // Counters and marks on two threads: the last value is the latest sample's
+  // (0.125 on the worker), not the last to arrive (0.25 on the main thread).
+  const auto* residual = names.add("residual");
+  const auto* hostile_counter = names.add(script_name, "solver");
+  const auto* converged = names.add("converged");
+  const std::vector<rt::record> worker{
+      sample(2 * ms, residual, 0.5), sample(58 * ms, residual, 0.125), mark(59 * ms, converged),
+      sample(59 * ms, hostile_counter, 1e21), sample(60 * ms, hostile_counter, -3.25)};
+  const std::vector<rt::record> main_samples{sample(52 * ms, residual, 0.25), mark(55 * ms, converged),
+                                             mark(56 * ms, hostile_region)};
+  const rt::thread_info worker_thread{pid, main_tid + 1, "worker", false};
+  const rt::thread_info main_again{pid, main_tid, "main", true};
 
   // Data objects: a program's host array, an allocation ferret named, and
   // objects with hostile names.
@@ -286,6 +300,8 @@ int main(int argc, char** argv) {
 
   for (rt::backend* backend : backends) {
     backend->thread_records(main_thread, host.data(), host.size());
+    backend->thread_records(worker_thread, worker.data(), worker.size());
+    backend->thread_records(main_again, main_samples.data(), main_samples.size());
     const auto announce = [&](const rt::data_object_info& object, std::int64_t time) {
       backend->data_object(rt::data_object_event{time, rt::data_object_change::registered, main_tid, &object});
     };

@@ -3,6 +3,7 @@
 #include "otf2_check.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include <cmath>
@@ -48,6 +49,7 @@ comparison compare_chrome_with_otf2(const std::string& chrome_json, const std::s
   std::uint64_t copies = 0, copy_bytes = 0;
   std::multiset<std::string> marks;
   std::map<std::string, std::uint64_t> counter_samples;
+  std::map<std::uint64_t, std::string> thread_names;  // by tid: a renamed thread's last name
   const nlohmann::json& events = trace.is_array() ? trace : trace.at("traceEvents");
   for (const nlohmann::json& event : events) {
     const std::string phase = event.value("ph", "");
@@ -65,6 +67,8 @@ comparison compare_chrome_with_otf2(const std::string& chrome_json, const std::s
       marks.insert(name);
     } else if (phase == "C" && !on_gpu(event)) {
       ++counter_samples[name];
+    } else if (phase == "M" && name == "thread_name" && !on_gpu(event)) {
+      thread_names[event.at("tid").get<std::uint64_t>()] = event.at("args").at("name");
     }
   }
 
@@ -117,6 +121,16 @@ comparison compare_chrome_with_otf2(const std::string& chrome_json, const std::s
                                         samples, in_otf2));
     result.counter_samples += samples;
   }
+
+  // One name per host thread in both: the same names.
+  std::multiset<std::string> chrome_threads, otf2_threads;
+  for (const auto& [tid, name] : thread_names) chrome_threads.insert(name);
+  for (const auto& [id, location] : archive.locations)
+    if (location.type == 1) otf2_threads.insert(location.name);  // OTF2_LOCATION_TYPE_CPU_THREAD
+  if (chrome_threads != otf2_threads)
+    differences.push_back(fmt::format("thread names: {} in chrome, {} in otf2",
+                                      fmt::join(chrome_threads, ", "), fmt::join(otf2_threads, ", ")));
+  result.threads = chrome_threads.size();
   return result;
 }
 

@@ -2,7 +2,7 @@
 // the same events in both files. Compares, per region name (host regions, CUDA
 // API calls, kernels, memsets), the number of calls and the summed duration;
 // the number of copies and their bytes; the marks; and, per host counter, the
-// number of samples. The chrome file is read with nlohmann/json, the archive
+// number of samples; the names of the host threads. The chrome file is read with nlohmann/json, the archive
 // with the OTF2 reader API (ferret::otf2_check).
 #pragma once
 
@@ -19,6 +19,7 @@ struct comparison {
   std::uint64_t copies = 0;
   std::uint64_t marks = 0;
   std::uint64_t counter_samples = 0;
+  std::size_t threads = 0;  // host threads, whose names are compared
 };
 
 /// Durations may differ by `tolerance_ns` per call (chrome writes microseconds

@@ -93,6 +93,8 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "ferret/runtime/text.hpp"
+
 namespace ferret::tau_check {
 namespace {
 
@@ -169,34 +171,6 @@ std::vector<std::string_view> words(std::string_view text) {
     if (at > start) out.push_back(text.substr(start, at - start));
   }
   return out;
-}
-
-bool valid_utf8(std::string_view text) {
-  for (std::size_t i = 0; i < text.size();) {
-    const auto lead = static_cast<unsigned char>(text[i]);
-    std::size_t length = 0;
-    unsigned char low = 0x80, high = 0xBF;
-    if (lead < 0x80) length = 1;
-    else if (lead >= 0xC2 && lead <= 0xDF) length = 2;
-    else if (lead >= 0xE0 && lead <= 0xEF) {
-      length = 3;
-      if (lead == 0xE0) low = 0xA0;
-      if (lead == 0xED) high = 0x9F;
-    } else if (lead >= 0xF0 && lead <= 0xF4) {
-      length = 4;
-      if (lead == 0xF0) low = 0x90;
-      if (lead == 0xF4) high = 0x8F;
-    } else {
-      return false;
-    }
-    if (i + length > text.size()) return false;
-    for (std::size_t k = 1; k < length; ++k) {
-      const auto byte = static_cast<unsigned char>(text[i + k]);
-      if (byte < (k == 1 ? low : 0x80) || byte > (k == 1 ? high : 0xBF)) return false;
-    }
-    i += length;
-  }
-  return true;
 }
 
 // L4: "" when `name` has no blank at either end and no run of blanks.
@@ -360,7 +334,7 @@ class xml_parser {
   explicit xml_parser(std::string_view text) : text_(text) {}
 
   std::optional<xml_element> document() {
-    if (!valid_utf8(text_)) return failure("not valid UTF-8");
+    if (!runtime::valid_utf8(text_)) return failure("not valid UTF-8");
     xml_element root;
     if (!element(root)) return std::nullopt;
     skip_blanks();
@@ -601,7 +575,7 @@ class file_checker {
   std::optional<profile> parse(std::string_view text, std::string_view expected_metric) {
     line_reader lines{text};
     profile result;
-    if (!valid_utf8(text)) error(0, "not valid UTF-8 (F5)");
+    if (!runtime::valid_utf8(text)) error(0, "not valid UTF-8 (F5)");
 
     const auto first = lines.next();
     std::size_t count = 0;

@@ -322,12 +322,14 @@ void runtime_state::deliver_objects(session& s) {
         // Not matched: the allocating call was not drained (recording paused).
         const std::optional<gpu_launch> launch = s.launches.find(pending.correlation, s.cycle);
         pending.object.allocated_in = launch ? launch->context : s.contexts.root();
-        pending.object.name = allocation_name(pending.api, pending.object.allocated_in);
+        pending.object.name = s.allocations.name(
+            pending.object.id, allocation_name(pending.api, pending.object.allocated_in));
       }
       s.objects.registered(pending.object);
     } else if (const data_object_info* known = s.objects.find(pending.object.id)) {
       pending.object = *known;  // the name the registration was announced with
       s.objects.released(pending.object.id, s.cycle);
+      s.allocations.released(pending.object.id);
     }
     const data_object_event change{s.clock.to_ns(pending.raw_time), pending.change, pending.tid,
                                    &pending.object};

@@ -79,4 +79,26 @@ std::string allocation_name(std::string_view api, const context_node* context) {
   return name;
 }
 
+std::string allocation_names::name(std::uint64_t id, std::string base) {
+  std::set<std::uint32_t>& taken = numbers_taken_[base];
+  std::uint32_t number = 1;
+  for (const std::uint32_t used : taken) {  // ascending: the first gap
+    if (used != number) break;
+    ++number;
+  }
+  taken.insert(number);
+  std::string name = number == 1 ? base : base + " #" + std::to_string(number);
+  live_.insert_or_assign(id, std::make_pair(std::move(base), number));
+  return name;
+}
+
+void allocation_names::released(std::uint64_t id) {
+  const auto it = live_.find(id);
+  if (it == live_.end()) return;
+  const auto taken = numbers_taken_.find(it->second.first);
+  taken->second.erase(it->second.second);
+  if (taken->second.empty()) numbers_taken_.erase(taken);
+  live_.erase(it);
+}
+
 }  // namespace ferret::runtime::internal

@@ -13,8 +13,10 @@
 #include <cstdint>
 #include <deque>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
+#include <utility>
 
 #include "ferret/runtime/backend.hpp"
 
@@ -113,5 +115,21 @@ class object_history {
 // The name of an allocation the runtime tracks by itself: "<api>@<context
 // path>", or "<api>" outside any region.
 std::string allocation_name(std::string_view api, const context_node* context);
+
+// Names of those allocations, told apart while they live: the first live one
+// of a name keeps it, one made while it lives gets " #2", and so on (the
+// smallest number free). A number is free again once its allocation is
+// released, so that a call site allocating and freeing in a loop keeps one
+// name (and a profile one entry).
+class allocation_names {
+ public:
+  // The name for allocation `id`, whose name without a number is `base`.
+  std::string name(std::uint64_t id, std::string base);
+  void released(std::uint64_t id);
+
+ private:
+  std::unordered_map<std::string, std::set<std::uint32_t>> numbers_taken_;  // by base name
+  std::unordered_map<std::uint64_t, std::pair<std::string, std::uint32_t>> live_;  // id -> base, number
+};
 
 }  // namespace ferret::runtime::internal

@@ -14,6 +14,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "ferret/runtime/text.hpp"
+
 namespace ferret::runtime::internal {
 
 std::string output_beside_with_pid(const std::string& output) {
@@ -48,12 +50,7 @@ struct socket_name {
   sockaddr_un address{};
   socklen_t length = 0;
   explicit socket_name(const std::string& absolute) {
-    std::uint64_t hash = 14695981039346656037ULL;
-    for (const unsigned char c : absolute) {
-      hash ^= c;
-      hash *= 1099511628211ULL;
-    }
-    const std::string name = fmt::format("ferret-output-{:016x}", hash);
+    const std::string name = fmt::format("ferret-output-{:016x}", fnv1a_64(absolute));
     address.sun_family = AF_UNIX;
     std::memcpy(address.sun_path + 1, name.data(), name.size());  // sun_path[0] == 0: abstract
     length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());

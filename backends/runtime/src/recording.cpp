@@ -153,6 +153,16 @@ bool runtime_state::switch_chunk(session& s, thread_state& state) {
     s.buffers_were_full.store(true, std::memory_order_relaxed);
     return false;
   }
+  if (!fresh->pages_touched) {
+    // The arena's pages are mapped on first write, and the kernel zeroes each
+    // then: done here, before the event that needs the chunk reads the clock,
+    // so that no event's interval holds it (a thread's first region would
+    // absorb its whole set-up). 4096: the smallest page size.
+    auto* bytes = reinterpret_cast<volatile unsigned char*>(fresh->begin);
+    const auto size = static_cast<std::size_t>(fresh->capacity_end - fresh->begin) * sizeof(event);
+    for (std::size_t at = 0; at < size; at += 4096) bytes[at] = 0;
+    fresh->pages_touched = true;
+  }
   std::lock_guard lock{state.mutex};
   if (state.newest != nullptr) {
     state.newest->filled = state.position().load(std::memory_order_relaxed);

@@ -122,6 +122,7 @@ struct chunk {
   // The thread's next chunk (under the thread's mutex): a list that switching
   // chunks extends without allocating, which a signal handler may do.
   chunk* next = nullptr;
+  bool pages_touched = false;  // its memory written once (see runtime_state::switch_chunk)
 };
 
 // A shared object's thread slot (its t_buffer) bound to a thread's state,
@@ -342,6 +343,7 @@ struct session {
   context_tree contexts;
   launch_table launches;
   object_history objects;
+  allocation_names allocations;  // the names of the objects the runtime names itself
   std::vector<gpu_activity> gpu_batch;
   std::vector<gpu_device_info> gpu_devices;
   std::vector<communicator_info> new_communicators;

@@ -16,6 +16,7 @@
 
 #include <ferret/ferret.hpp>
 #include <ferret/runtime/runtime.hpp>
+#include <ferret/runtime/text.hpp>
 #include <mpi.h>
 
 #include <climits>
@@ -190,10 +191,7 @@ std::uint64_t clock_identity() {
     std::fclose(file);
   }
   if (text[0] == '\0') gethostname(text, sizeof text - 1);
-  std::uint64_t hash = 14695981039346656037ULL;
-  for (const char* c = text; *c != '\0'; ++c)
-    hash = (hash ^ static_cast<unsigned char>(*c)) * 1099511628211ULL;
-  return hash;
+  return runtime::fnv1a_64(text);
 }
 
 // How far the runtime's clock is from this kernel's CLOCK_MONOTONIC_RAW, to
@@ -248,9 +246,7 @@ void publish_job_identity(MPI_Comm communicator) {
 std::uint64_t recording_signature() {
   if (!runtime::session_active()) return 0;
   const char* backends = std::getenv("FERRET_BACKEND");
-  std::uint64_t hash = 14695981039346656037ULL;  // FNV-1a
-  for (const char* c = backends != nullptr ? backends : ""; *c != '\0'; ++c)
-    hash = (hash ^ static_cast<unsigned char>(*c)) * 1099511628211ULL;
+  const std::uint64_t hash = runtime::fnv1a_64(backends != nullptr ? backends : "");
   return hash == 0 ? 1 : hash;
 }
 

@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "cpython_layouts.hpp"
+#include "ferret/runtime/text.hpp"
 
 namespace ferret::python {
 namespace {
@@ -56,24 +57,6 @@ T read(const void* base, std::size_t offset) noexcept {
   T value;
   std::memcpy(&value, static_cast<const char*>(base) + offset, sizeof value);
   return value;
-}
-
-void append_utf8(std::string& out, std::uint32_t c) {
-  if (c < 0x80) {
-    out += static_cast<char>(c);
-  } else if (c < 0x800) {
-    out += static_cast<char>(0xC0 | (c >> 6));
-    out += static_cast<char>(0x80 | (c & 0x3F));
-  } else if (c < 0x10000) {
-    out += static_cast<char>(0xE0 | (c >> 12));
-    out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (c & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (c >> 18));
-    out += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (c & 0x3F));
-  }
 }
 
 // ---------------------------------------------------------------------------
@@ -177,7 +160,7 @@ class layout_reader final : public frame_reader {
         case 4: c = read<std::uint32_t>(data, static_cast<std::size_t>(i) * 4); break;
         default: return false;
       }
-      append_utf8(out, c);
+      runtime::append_utf8(out, c);
     }
     return true;
   }

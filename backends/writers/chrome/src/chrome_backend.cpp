@@ -572,13 +572,8 @@ class chrome_backend final : public runtime::backend {
                      state.ids, thread.is_main ? 0 : 1);
       commit_text();
     }
-    std::string name;
-    if (!thread.name.empty())
-      name = thread.name;
-    else if (thread.is_main)
-      name = "main";
-    else
-      name = fmt::format("thread {}", thread.tid);
+    std::string name = !thread.name.empty() ? std::string{thread.name}
+                                            : runtime::unnamed_thread_label(thread.tid, thread.is_main);
     if (inserted || name != state.name) {
       state.name = std::move(name);
       begin_event();

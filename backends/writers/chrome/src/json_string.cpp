@@ -6,44 +6,13 @@
 #include "chrome_backend.hpp"
 
 #include <cstddef>
-#include <cstdint>
+
+#include "ferret/runtime/text.hpp"
 
 namespace ferret::chrome {
 namespace {
 
 constexpr char hex_digits[] = "0123456789abcdef";
-
-constexpr bool is_continuation(unsigned char c) noexcept { return (c & 0xC0U) == 0x80U; }
-
-// Length of the valid UTF-8 sequence that starts at bytes[i] (i < size, and
-// bytes[i] >= 0x80), or 0 when that lead byte does not start one. The second
-// byte's range excludes overlong forms, surrogates and code points above
-// U+10FFFF (RFC 3629, table 3-7 of the Unicode standard).
-std::size_t valid_sequence_length(std::string_view bytes, std::size_t i) noexcept {
-  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(bytes[i + k]); };
-  const unsigned char lead = byte(0);
-  std::size_t length = 0;
-  unsigned char second_min = 0x80;
-  unsigned char second_max = 0xBF;
-  if (lead >= 0xC2 && lead <= 0xDF) {
-    length = 2;
-  } else if (lead >= 0xE0 && lead <= 0xEF) {
-    length = 3;
-    if (lead == 0xE0) second_min = 0xA0;  // overlong below U+0800
-    if (lead == 0xED) second_max = 0x9F;  // surrogates U+D800..U+DFFF
-  } else if (lead >= 0xF0 && lead <= 0xF4) {
-    length = 4;
-    if (lead == 0xF0) second_min = 0x90;  // overlong below U+10000
-    if (lead == 0xF4) second_max = 0x8F;  // above U+10FFFF
-  } else {
-    return 0;  // stray continuation byte, C0/C1 overlong lead, or F5..FF
-  }
-  if (bytes.size() - i < length) return 0;  // truncated at the end
-  if (byte(1) < second_min || byte(1) > second_max) return 0;
-  for (std::size_t k = 2; k < length; ++k)
-    if (!is_continuation(byte(k))) return 0;
-  return length;
-}
 
 }  // namespace
 
@@ -61,7 +30,7 @@ void append_json_string(std::string& out, std::string_view bytes) {
       continue;
     }
     if (c >= 0x80) {
-      if (const std::size_t length = valid_sequence_length(bytes, i); length != 0) {
+      if (const std::size_t length = runtime::utf8_sequence_length(bytes, i); length != 0) {
         i += length;
         continue;
       }

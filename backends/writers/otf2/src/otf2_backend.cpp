@@ -491,7 +491,7 @@ class otf2_backend final : public runtime::backend {
     if (!name.empty())
       where.name.assign(name);
     else if (where.name.empty())
-      where.name = is_main ? "main thread" : fmt::format("thread {}", tid);
+      where.name = runtime::unnamed_thread_label(tid, is_main);
     return it->second;
   }
 

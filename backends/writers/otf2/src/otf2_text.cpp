@@ -6,46 +6,9 @@
 #include <cstdint>
 #include <iterator>
 
+#include "ferret/runtime/text.hpp"
+
 namespace ferret::otf2 {
-namespace {
-
-std::uint64_t fnv1a(std::string_view text) noexcept {
-  std::uint64_t hash = 14695981039346656037ULL;
-  for (const char c : text) {
-    hash ^= static_cast<unsigned char>(c);
-    hash *= 1099511628211ULL;
-  }
-  return hash;
-}
-
-// Length of the well-formed UTF-8 sequence at text[at] (1 to 4), 0 when it is
-// not one (overlong forms, surrogates, beyond U+10FFFF, truncated, stray).
-std::size_t utf8_sequence_length(std::string_view text, std::size_t at) noexcept {
-  const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(text[i]); };
-  const unsigned char lead = byte(at);
-  if (lead < 0x80) return 1;
-  std::size_t length = 0;
-  unsigned char low = 0x80, high = 0xBF;  // the range of the second byte
-  if (lead >= 0xC2 && lead <= 0xDF) {
-    length = 2;
-  } else if (lead >= 0xE0 && lead <= 0xEF) {
-    length = 3;
-    if (lead == 0xE0) low = 0xA0;
-    else if (lead == 0xED) high = 0x9F;
-  } else if (lead >= 0xF0 && lead <= 0xF4) {
-    length = 4;
-    if (lead == 0xF0) low = 0x90;
-    else if (lead == 0xF4) high = 0x8F;
-  } else {
-    return 0;
-  }
-  if (at + length > text.size() || byte(at + 1) < low || byte(at + 1) > high) return 0;
-  for (std::size_t i = 2; i < length; ++i)
-    if (byte(at + i) < 0x80 || byte(at + i) > 0xBF) return 0;
-  return length;
-}
-
-}  // namespace
 
 std::string property_key(std::string_view key) {
   if (key.empty()) return "_";
@@ -65,14 +28,14 @@ std::string property_key(std::string_view key) {
   if (name[cut - 1] == '_') cut -= 1;
   else if (cut >= 2 && name[cut - 2] == '_') cut -= 2;
   name.resize(cut);
-  return name + fmt::format("__{:016X}", fnv1a(key));
+  return name + fmt::format("__{:016X}", runtime::fnv1a_64(key));
 }
 
 std::string archive_text(std::string_view text, std::size_t limit) {
   std::string out;
   out.reserve(text.size() < limit ? text.size() : limit);
   for (std::size_t i = 0; i < text.size();) {
-    const std::size_t length = utf8_sequence_length(text, i);
+    const std::size_t length = runtime::utf8_sequence_length(text, i);
     if (length == 0 || text[i] == '\0') {
       out += "\xEF\xBF\xBD";  // U+FFFD
       ++i;
@@ -82,7 +45,9 @@ std::string archive_text(std::string_view text, std::size_t limit) {
     }
   }
   if (out.size() <= limit) return out;
-  const std::string tail = fmt::format("\xE2\x80\xA6{:08x}", static_cast<std::uint32_t>(fnv1a(text)));
+  // The low half of the 64-bit hash (not fnv1a_32: the names written stay as they were).
+  const std::string tail =
+      fmt::format("\xE2\x80\xA6{:08x}", static_cast<std::uint32_t>(runtime::fnv1a_64(text)));
   std::size_t cut = limit - tail.size();
   while (cut > 0 && (static_cast<unsigned char>(out[cut]) & 0xC0U) == 0x80U) --cut;  // UTF-8
   out.resize(cut);

@@ -72,4 +72,6 @@ std::string percent_text(std::uint64_t ppm_sum, std::uint64_t count) {
   return with_decimals(rounded(ppm_sum, wide{count} * 1000), 1) + "%";
 }
 
+std::string value_text(double value) { return fmt::format("{:.6g}", value); }
+
 }  // namespace ferret::profile

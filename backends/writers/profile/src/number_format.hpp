@@ -22,5 +22,9 @@ std::string rate_text(std::uint64_t bytes, std::int64_t ns);
 /// The mean of `ppm_sum` (millionths) over `count` as a percentage with one
 /// decimal: "62.5%"; "-" when `count` is 0.
 std::string percent_text(std::uint64_t ppm_sum, std::uint64_t count);
+/// A counter's value (a double from the program): six significant digits,
+/// as printf's %g writes them ("0.25", "1.23457e+06", "nan"). The report's
+/// data carries this text, so that the page shows the same digits.
+std::string value_text(double value);
 
 }  // namespace ferret::profile

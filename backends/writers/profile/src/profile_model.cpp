@@ -169,9 +169,49 @@ void profile_model::add_records(const runtime::thread_info& thread,
       // The innermost open region (see runtime::record); with none open (a
       // model fed without the runtime) the end is ignored.
       close_top(stack, r.time_ns);
+    } else if (r.kind == runtime::record_kind::counter) {
+      add_sample(name_index(r.name), r.time_ns, r.value);
+    } else if (r.kind == runtime::record_kind::mark) {
+      mark_totals& mark = marks_[name_index(r.name)];
+      ++mark.count;
     }
   }
 }
+
+void profile_model::add_sample(std::uint32_t name, std::int64_t time_ns, double value) {
+  counter_totals& counter = counters_[name];
+  if (counter.samples == 0) {
+    counter.min = counter.max = value;
+  } else {
+    counter.min = std::min(counter.min, value);
+    counter.max = std::max(counter.max, value);
+  }
+  ++counter.samples;
+  counter.sum += value;
+  // Threads are drained one after another: the latest sample by time, not by arrival.
+  if (counter.samples == 1 || time_ns >= counter.last_ns) {
+    counter.last = value;
+    counter.last_ns = time_ns;
+  }
+}
+
+// Rows in name order (then domain), with their names filled in.
+template <typename Totals>
+std::vector<Totals> profile_model::named_rows(const std::map<std::uint32_t, Totals>& by_name) const {
+  std::vector<Totals> rows;
+  for (const auto& [name, totals] : by_name) {
+    rows.push_back(totals);
+    rows.back().domain = names_[name].first;
+    rows.back().name = names_[name].second;
+  }
+  std::sort(rows.begin(), rows.end(), [](const Totals& a, const Totals& b) {
+    return std::tie(a.name, a.domain) < std::tie(b.name, b.domain);
+  });
+  return rows;
+}
+
+std::vector<counter_totals> profile_model::counters() const { return named_rows(counters_); }
+std::vector<mark_totals> profile_model::marks() const { return named_rows(marks_); }
 
 void profile_model::close_top(std::vector<open_region>& stack, std::int64_t end_ns) {
   const open_region closed = stack.back();
@@ -348,7 +388,6 @@ void profile_model::keep_released_objects() {
       const std::uint64_t id = (*it)->id;
       for (const auto& [node, volume] : (*it)->contexts) context_objects_.erase({node, id});
       ++objects_not_kept_;
-      if ((*it)->moved() != 0) ++moving_objects_not_kept_;
       objects_.erase(id);
     }
     released.erase(first_dropped, released.end());

@@ -17,6 +17,8 @@
 //   memory                 allocations per device and memory kind; live
 //                          bytes over time per device
 //   streams                busy time over time per device and stream
+//   counters, marks        per name: samples with min, mean, max and the
+//                          last value; marks counted
 //   losses, API calls the collectors counted without recording
 //
 // Memory grows with distinct keys (contexts, kernels, objects, streams),
@@ -229,6 +231,22 @@ struct device_totals {
   std::map<std::string, kernel_totals> kernels;  // by mangled name
 };
 
+/// The samples of one counter (by domain and name), over all threads.
+struct counter_totals {
+  std::string name, domain;
+  std::uint64_t samples = 0;
+  double min = 0, max = 0, sum = 0;
+  double last = 0;  // the value of the latest sample
+  std::int64_t last_ns = 0;
+  double mean() const noexcept { return sum / static_cast<double>(samples); }
+};
+
+/// The marks (instants) of one name, over all threads.
+struct mark_totals {
+  std::string name, domain;
+  std::uint64_t count = 0;
+};
+
 struct unrecorded_api_calls {
   std::string collector;  // "cuda", "level-zero"
   std::string api;
@@ -319,9 +337,8 @@ class profile_model {
   const std::unordered_map<std::uint64_t, data_object_totals>& objects() const noexcept {
     return objects_;
   }
-  /// Released objects left out of objects(), and how many of them moved bytes.
+  /// Released objects left out of objects().
   std::uint64_t objects_not_kept() const noexcept { return objects_not_kept_; }
-  std::uint64_t moving_objects_not_kept() const noexcept { return moving_objects_not_kept_; }
   const std::map<std::pair<std::uint32_t, memory_kind>, memory_totals>& memory() const noexcept {
     return memory_;
   }
@@ -334,6 +351,9 @@ class profile_model {
     return context_traffic_;
   }
   std::int64_t bucket_ns() const noexcept { return bucket_ns_; }
+  /// Counters and marks by (domain, name), in name order.
+  std::vector<counter_totals> counters() const;
+  std::vector<mark_totals> marks() const;
 
   const std::vector<std::string>& losses() const noexcept { return losses_; }
   const std::vector<unrecorded_api_calls>& unrecorded_api() const noexcept { return unrecorded_; }
@@ -349,6 +369,9 @@ class profile_model {
   std::uint32_t name_index(const runtime::name_info* name);
   std::uint32_t child(std::uint32_t parent, std::uint32_t name, const runtime::name_info* info);
   void close_top(std::vector<open_region>& stack, std::int64_t end_ns);
+  void add_sample(std::uint32_t name, std::int64_t time_ns, double value);
+  template <typename Totals>
+  std::vector<Totals> named_rows(const std::map<std::uint32_t, Totals>& by_name) const;
   std::uint32_t context_of(const runtime::gpu_launch& launch);
   std::uint32_t node_of(const runtime::context_node* node);
   data_object_totals* object_of(std::uint64_t id, const runtime::data_object_info* info,
@@ -381,6 +404,8 @@ class profile_model {
   std::vector<std::pair<const runtime::name_info*, std::uint32_t>> name_of_info_;  // by info id
   std::unordered_map<std::uint64_t, std::uint32_t> child_of_;  // (parent << 32 | name) -> node
   std::unordered_map<std::uint64_t, std::vector<open_region>> stacks_;  // by tid
+  std::map<std::uint32_t, counter_totals> counters_;  // by interned name
+  std::map<std::uint32_t, mark_totals> marks_;        // by interned name
   std::unordered_map<const runtime::context_node*, std::uint32_t> node_of_context_;
   std::optional<std::uint32_t> launch_not_seen_;
 
@@ -395,7 +420,6 @@ class profile_model {
   // past twice released_objects_kept, only the first by shown_before stay.
   std::vector<std::uint64_t> released_;
   std::uint64_t objects_not_kept_ = 0;
-  std::uint64_t moving_objects_not_kept_ = 0;
   std::map<std::pair<std::uint32_t, memory_kind>, memory_totals> memory_;
   struct live_allocation {
     memory_kind memory;

@@ -6,51 +6,13 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "ferret/runtime/text.hpp"
+
 namespace ferret::profile {
 namespace {
 
 bool starts_character(char byte) noexcept {
   return (static_cast<unsigned char>(byte) & 0xC0U) != 0x80U;  // not a UTF-8 continuation
-}
-
-// Length of the valid UTF-8 sequence at text[i] (a byte >= 0x80), or 0 when
-// none starts there (RFC 3629: no overlong forms, surrogates or code points
-// above U+10FFFF).
-std::size_t sequence_length(std::string_view text, std::size_t i) noexcept {
-  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[i + k]); };
-  const unsigned char lead = byte(0);
-  std::size_t length = 0;
-  unsigned char second_min = 0x80;
-  unsigned char second_max = 0xBF;
-  if (lead >= 0xC2 && lead <= 0xDF) {
-    length = 2;
-  } else if (lead >= 0xE0 && lead <= 0xEF) {
-    length = 3;
-    if (lead == 0xE0) second_min = 0xA0;
-    if (lead == 0xED) second_max = 0x9F;
-  } else if (lead >= 0xF0 && lead <= 0xF4) {
-    length = 4;
-    if (lead == 0xF0) second_min = 0x90;
-    if (lead == 0xF4) second_max = 0x8F;
-  } else {
-    return 0;
-  }
-  if (text.size() - i < length) return 0;
-  if (byte(1) < second_min || byte(1) > second_max) return 0;
-  for (std::size_t k = 2; k < length; ++k)
-    if ((byte(k) & 0xC0U) != 0x80U) return 0;
-  return length;
-}
-
-std::uint32_t code_point(std::string_view sequence) noexcept {
-  const auto byte = [&](std::size_t k) { return static_cast<std::uint32_t>(static_cast<unsigned char>(sequence[k])); };
-  switch (sequence.size()) {
-    case 2: return (byte(0) & 0x1FU) << 6U | (byte(1) & 0x3FU);
-    case 3: return (byte(0) & 0x0FU) << 12U | (byte(1) & 0x3FU) << 6U | (byte(2) & 0x3FU);
-    default:
-      return (byte(0) & 0x07U) << 18U | (byte(1) & 0x3FU) << 12U | (byte(2) & 0x3FU) << 6U |
-             (byte(3) & 0x3FU);
-  }
 }
 
 bool acts_on_display(std::uint32_t point) noexcept {
@@ -79,14 +41,14 @@ std::string readable_text(std::string_view text) {
       ++i;
       continue;
     }
-    const std::size_t length = sequence_length(text, i);
+    const std::size_t length = runtime::utf8_sequence_length(text, i);
     if (length == 0) {
       out += fmt::format("\\x{:02x}", byte);
       ++i;
       continue;
     }
     const std::string_view sequence = text.substr(i, length);
-    if (const std::uint32_t point = code_point(sequence); acts_on_display(point))
+    if (const std::uint32_t point = runtime::utf8_code_point(sequence); acts_on_display(point))
       out += fmt::format("\\u{:04x}", point);
     else
       out += sequence;

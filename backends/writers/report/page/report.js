@@ -613,6 +613,20 @@
                   {title: 'total ms', align: 'r', cell: (r) => format.ms(r.inclusive_ns), value: (r) => r.inclusive_ns},
                   {title: 'region', name: true, cell: regionLabel, value: regionLabel},
                 ], data.regions, {id: 'code-regions', sortBy: 1}));
+    if (data.counters.length > 0)
+      root.append(el('h3', {}, 'Counters (samples of all threads)'),
+                  sortableTable([
+                    {title: 'samples', align: 'r', cell: (r) => format.count(r.samples), value: (r) => r.samples},
+                    ...['min', 'mean', 'max', 'last'].map((title, k) => ({
+                      title, align: 'r', cell: (r) => r.shown[k], value: (r) => r[title]})),
+                    {title: 'counter', name: true, cell: regionLabel, value: regionLabel},
+                  ], data.counters, {id: 'code-counters', sortBy: 0}));
+    if (data.marks.length > 0)
+      root.append(el('h3', {}, 'Marks'),
+                  sortableTable([
+                    {title: 'count', align: 'r', cell: (r) => format.count(r.count), value: (r) => r.count},
+                    {title: 'mark', name: true, cell: regionLabel, value: regionLabel},
+                  ], data.marks, {id: 'code-marks', sortBy: 0}));
   }
 
   function contextDetail(index) {

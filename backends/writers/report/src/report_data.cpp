@@ -4,103 +4,94 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <unordered_map>
+#include <nlohmann/json.hpp>
 #include <numeric>
 #include <optional>
+#include <unordered_set>
 #include <utility>
 #include <variant>
 #include <vector>
 
-#include "json_writer.hpp"
+#include "number_format.hpp"
+#include "readable_text.hpp"
 
 namespace ferret::report {
 namespace {
 
 using profile::profile_model;
+// Keys stay in the order written: the document reads top to bottom as
+// report_data.hpp lists it.
+using json = nlohmann::ordered_json;
+
+// Display columns of a string at most: names may be of any length.
+constexpr std::size_t longest_string = 1000;
 
 constexpr const char* gpu_metric_names[] = {
     "kernel_ns",    "kernels", "copy_ns",     "copies",          "copy_bytes", "memset_ns",
     "memsets",      "memset_bytes", "allocations", "allocated_bytes", "sync_ns",    "syncs"};
 
-void write_gpu(json_writer& out, const profile::gpu_metrics& gpu) {
-  out.begin_array();
-  out.number(gpu.kernel_ns);
-  out.number(gpu.kernels);
-  out.number(gpu.copy_ns);
-  out.number(gpu.copies);
-  out.number(gpu.copy_bytes);
-  out.number(gpu.memset_ns);
-  out.number(gpu.memsets);
-  out.number(gpu.memset_bytes);
-  out.number(gpu.allocations);
-  out.number(gpu.allocated_bytes);
-  out.number(gpu.sync_ns);
-  out.number(gpu.syncs);
-  out.end_array();
+json gpu_array(const profile::gpu_metrics& gpu) {
+  return json::array({gpu.kernel_ns, gpu.kernels, gpu.copy_ns, gpu.copies, gpu.copy_bytes,
+                      gpu.memset_ns, gpu.memsets, gpu.memset_bytes, gpu.allocations,
+                      gpu.allocated_bytes, gpu.sync_ns, gpu.syncs});
 }
 
-void write_metadata(json_writer& out, const runtime::metadata_list& list) {
-  out.begin_array();
-  for (const auto& [key, value] : list) {
-    out.begin_array();
-    out.string(key);
-    std::visit([&](const auto& v) { out.value(v); }, value);
-    out.end_array();
-  }
-  out.end_array();
+json metadata_array(const runtime::metadata_list& list) {
+  json out = json::array();
+  for (const auto& [key, value] : list)
+    out.push_back(json::array({key, std::visit([](const auto& v) { return json(v); }, value)}));
+  return out;
 }
 
-void write_transfer(json_writer& out, const profile::transfer_totals& totals) {
-  out.begin_array();
-  out.number(totals.count);
-  out.number(totals.bytes);
-  out.number(totals.ns);
-  out.end_array();
+json transfer_array(const profile::transfer_totals& totals) {
+  return json::array({totals.count, totals.bytes, totals.ns});
 }
 
-// By copy_kind, in the order of the enum (index_of).
-void write_copies(json_writer& out,
-                  const std::array<profile::transfer_totals, profile::copy_kinds>& copies) {
-  out.begin_array();
+// By copy_kind, in listed_copy_kinds order.
+json copies_array(const std::array<profile::transfer_totals, profile::copy_kinds>& copies) {
+  json out = json::array();
   for (const profile::copy_kind kind : profile::listed_copy_kinds) {
     const profile::transfer_totals& totals = copies[profile::index_of(kind)];
     if (totals.count == 0) continue;
-    out.begin_object();
-    out.field("kind", runtime::to_string(kind));
-    out.field("count", totals.count);
-    out.field("bytes", totals.bytes);
-    out.field("ns", totals.ns);
-    out.end_object();
+    out.push_back({{"kind", runtime::to_string(kind)},
+                   {"count", totals.count},
+                   {"bytes", totals.bytes},
+                   {"ns", totals.ns}});
   }
-  out.end_array();
+  return out;
 }
 
-void write_kernel(json_writer& out, const profile::kernel_totals& kernel) {
-  out.begin_object();
-  out.field("name", kernel.mangled_name.empty()
-                        ? std::string{"(unnamed kernel)"}
-                        : runtime::demangled_kernel_name(kernel.mangled_name.c_str()));
-  out.field("calls", kernel.calls);
-  out.field("total_ns", kernel.total_ns);
-  out.field("min_ns", kernel.min_ns);
-  out.field("max_ns", kernel.max_ns);
-  out.field("occupancy_ppm_sum", kernel.occupancy_ppm_sum);
-  out.field("occupancy_launches", kernel.occupancy_launches);
-  out.field("registers", kernel.registers);
-  out.field("shared_memory_per_block", kernel.shared_memory_per_block);
-  out.end_object();
+json kernel_object(const profile::kernel_totals& kernel) {
+  return {{"name", kernel.mangled_name.empty()
+                       ? std::string{"(unnamed kernel)"}
+                       : runtime::demangled_kernel_name(kernel.mangled_name.c_str())},
+          {"calls", kernel.calls},
+          {"total_ns", kernel.total_ns},
+          {"min_ns", kernel.min_ns},
+          {"max_ns", kernel.max_ns},
+          {"occupancy_ppm_sum", kernel.occupancy_ppm_sum},
+          {"occupancy_launches", kernel.occupancy_launches},
+          {"registers", kernel.registers},
+          {"shared_memory_per_block", kernel.shared_memory_per_block}};
 }
 
 // The first `limit` kernels by total time.
-std::vector<const profile::kernel_totals*> heaviest_kernels(
-    const std::map<std::string, profile::kernel_totals>& kernels, std::size_t limit) {
+json heaviest_kernels(const std::map<std::string, profile::kernel_totals>& kernels,
+                      std::size_t limit) {
   std::vector<const profile::kernel_totals*> all;
   for (const auto& [name, totals] : kernels) all.push_back(&totals);
   std::stable_sort(all.begin(), all.end(), [](const auto* a, const auto* b) {
     return a->total_ns > b->total_ns;
   });
   if (all.size() > limit) all.resize(limit);
-  return all;
+  json out = json::array();
+  for (const auto* kernel : all) out.push_back(kernel_object(*kernel));
+  return out;
+}
+
+template <typename T>
+json optional_value(const std::optional<T>& value) {
+  return value ? json(*value) : json(nullptr);
 }
 
 // The contexts shown: all, or the `limit` heaviest (host time plus GPU
@@ -139,96 +130,64 @@ std::vector<std::uint32_t> shown_contexts(const profile_model& model,
   return shown;
 }
 
-void write_contexts(json_writer& out, const profile_model& model,
-                    const std::vector<std::uint32_t>& shown,
+json contexts_array(const profile_model& model, const std::vector<std::uint32_t>& shown,
                     const std::vector<std::optional<std::uint32_t>>& new_index) {
-  out.begin_array();
+  json out = json::array();
   for (const std::uint32_t i : shown) {
     const profile::context& node = model.contexts()[i];
-    out.begin_object();
-    out.field("parent", *new_index[node.parent]);
-    out.field("name", node.name);
-    out.field("domain", node.domain);
-    out.field("function", node.function);
-    out.field("file", node.file);
-    out.field("line", node.line);
-    out.field("api_call", node.api_call);
-    out.field("synthetic", node.synthetic);
-    out.field("calls", node.calls);
-    out.field("inclusive_ns", node.inclusive_ns);
-    out.field("exclusive_ns", node.exclusive_ns());
-    out.key("gpu");
-    write_gpu(out, node.gpu);
-    out.end_object();
+    out.push_back({{"parent", *new_index[node.parent]},
+                   {"name", node.name},
+                   {"domain", node.domain},
+                   {"function", node.function},
+                   {"file", node.file},
+                   {"line", node.line},
+                   {"api_call", node.api_call},
+                   {"synthetic", node.synthetic},
+                   {"calls", node.calls},
+                   {"inclusive_ns", node.inclusive_ns},
+                   {"exclusive_ns", node.exclusive_ns()},
+                   {"gpu", gpu_array(node.gpu)}});
   }
-  out.end_array();
+  return out;
 }
 
-void write_device(json_writer& out, const profile::device_totals& device, const limits& bounds) {
-  out.begin_object();
-  out.field("id", device.id);
-  out.key("info");
-  if (device.info) {
-    const runtime::gpu_device_info& info = *device.info;
-    out.begin_object();
-    out.field("name", info.name);
-    out.field("compute_capability", fmt::format("{}.{}", info.compute_major, info.compute_minor));
-    out.field("multiprocessors", info.multiprocessors);
-    out.field("global_memory_bytes", info.global_memory_bytes);
-    out.end_object();
-  } else {
-    out.null();
-  }
-  out.key("copies");
-  write_copies(out, device.copies);
-  out.key("memsets");
-  write_transfer(out, device.memsets);
-  out.key("kernels");
-  out.begin_array();
-  for (const auto* kernel : heaviest_kernels(device.kernels, bounds.kernels_per_device))
-    write_kernel(out, *kernel);
-  out.end_array();
-  out.field("kernels_total", device.kernels.size());
+json device_object(const profile::device_totals& device, const limits& bounds) {
+  json info = nullptr;
+  if (device.info)
+    info = {{"name", device.info->name},
+            {"compute_capability",
+             fmt::format("{}.{}", device.info->compute_major, device.info->compute_minor)},
+            {"multiprocessors", device.info->multiprocessors},
+            {"global_memory_bytes", device.info->global_memory_bytes}};
   // Live bytes per bucket: the highest value in it, and the value at its
   // end where something changed (null: unchanged).
-  out.key("memory_peak");
-  out.begin_array();
-  for (const std::uint64_t peak : device.memory.peak) out.number(peak);
-  out.end_array();
-  out.key("memory_last");
-  out.begin_array();
-  for (const auto& last : device.memory.last) {
-    if (last)
-      out.number(*last);
-    else
-      out.null();
-  }
-  out.end_array();
-  out.key("streams");
-  out.begin_array();
-  for (const auto& [number, stream] : device.streams) {
-    out.begin_object();
-    out.field("id", number);
-    out.field("operations", stream.operations);
-    out.field("busy_ns", stream.busy_ns);
-    out.key("busy");
-    out.begin_array();
-    for (const std::int64_t busy : stream.busy) out.number(busy);
-    out.end_array();
-    out.end_object();
-  }
-  out.end_array();
-  out.end_object();
+  json memory_last = json::array();
+  for (const auto& last : device.memory.last) memory_last.push_back(optional_value(last));
+  json streams = json::array();
+  for (const auto& [number, stream] : device.streams)
+    streams.push_back({{"id", number},
+                       {"operations", stream.operations},
+                       {"busy_ns", stream.busy_ns},
+                       {"busy", stream.busy}});
+  return {{"id", device.id},
+          {"info", std::move(info)},
+          {"copies", copies_array(device.copies)},
+          {"memsets", transfer_array(device.memsets)},
+          {"kernels", heaviest_kernels(device.kernels, bounds.kernels_per_device)},
+          {"kernels_total", device.kernels.size()},
+          {"memory_peak", device.memory.peak},
+          {"memory_last", std::move(memory_last)},
+          {"streams", std::move(streams)}};
 }
 
-void write_flow_direction(json_writer& out, profile::flow_direction direction) {
+const char* direction_name(profile::flow_direction direction) {
   switch (direction) {
-    case profile::flow_direction::in: out.string("in"); return;
-    case profile::flow_direction::out: out.string("out"); return;
-    case profile::flow_direction::within: out.string("within"); return;
-    case profile::flow_direction::memset: out.string("memset"); return;
+    case profile::flow_direction::in: return "in";
+    case profile::flow_direction::out: return "out";
+    case profile::flow_direction::within: return "within";
+    case profile::flow_direction::memset: return "memset";
   }
-  out.string("unknown");
+  return "unknown";
 }
 
 // Objects that moved the most bytes first, then the largest.
@@ -242,243 +201,209 @@ std::vector<const profile::data_object_totals*> shown_objects(const profile_mode
   return all;
 }
 
-void write_object(json_writer& out, const profile::data_object_totals& object) {
-  out.begin_object();
-  out.field("id", object.id);
-  out.field("name", object.name);
-  out.field("known", object.known);
-  out.field("automatic", object.automatic);
-  out.field("address", fmt::format("0x{:x}", object.address));
-  out.field("bytes", object.bytes);
-  out.field("memory", runtime::to_string(object.memory));
-  out.field("device", object.device);
-  out.key("registered_ns");
-  object.registered_ns ? out.number(*object.registered_ns) : out.null();
-  out.key("unregistered_ns");
-  object.unregistered_ns ? out.number(*object.unregistered_ns) : out.null();
-  out.key("copied");  // by copy kind, in listed_copy_kinds order
-  out.begin_object();
+json object_json(const profile::data_object_totals& object) {
+  json copied = json::object();  // by copy kind, in listed_copy_kinds order
   for (const profile::copy_kind kind : profile::listed_copy_kinds)
-    out.field(runtime::to_string(kind), object.copied[profile::index_of(kind)]);
-  out.end_object();
-  out.field("memset_bytes", object.memsets.bytes);
-  out.field("memsets", object.memsets.operations);
-  out.field("operations", object.operations);
-  out.key("flows");
-  out.begin_array();
-  for (const auto& [key, volume] : object.flows) {
-    out.begin_object();
-    out.key("direction");
-    write_flow_direction(out, key.direction);
-    out.field("kind", key.direction == profile::flow_direction::memset
-                          ? std::string_view{"memset"}
-                          : runtime::to_string(key.kind));
-    out.field("from", key.from);
-    out.field("to", key.to);
-    out.field("bytes", volume.bytes);
-    out.field("operations", volume.operations);
-    out.end_object();
+    copied[std::string{runtime::to_string(kind)}] = object.copied[profile::index_of(kind)];
+  json flows = json::array();
+  for (const auto& [key, volume] : object.flows)
+    flows.push_back({{"direction", direction_name(key.direction)},
+                     {"kind", key.direction == profile::flow_direction::memset
+                                  ? std::string_view{"memset"}
+                                  : runtime::to_string(key.kind)},
+                     {"from", key.from},
+                     {"to", key.to},
+                     {"bytes", volume.bytes},
+                     {"operations", volume.operations}});
+  return {{"id", object.id},
+          {"name", object.name},
+          {"known", object.known},
+          {"automatic", object.automatic},
+          {"address", fmt::format("0x{:x}", object.address)},
+          {"bytes", object.bytes},
+          {"memory", runtime::to_string(object.memory)},
+          {"device", object.device},
+          {"registered_ns", optional_value(object.registered_ns)},
+          {"unregistered_ns", optional_value(object.unregistered_ns)},
+          {"copied", std::move(copied)},
+          {"memset_bytes", object.memsets.bytes},
+          {"memsets", object.memsets.operations},
+          {"operations", object.operations},
+          {"flows", std::move(flows)},
+          {"heat", object.heat.empty() ? json(nullptr) : json(object.heat)},
+          {"bytes_not_placed", object.bytes_not_placed}};
+}
+
+// Every string of the document as the page shows it: through readable_text
+// (valid UTF-8, nothing a display acts on) and cut to `longest_string`
+// columns. Done over the finished document, so that no string is missed.
+// Keys are this file's own names and are left as they are.
+void make_readable(json& value) {
+  if (value.is_string()) {
+    value = profile::cut_end(profile::readable_text(value.get_ref<const std::string&>()),
+                             longest_string);
+  } else if (value.is_structured()) {
+    for (json& element : value) make_readable(element);
   }
-  out.end_array();
-  out.key("heat");
-  if (object.heat.empty()) {
-    out.null();
-  } else {
-    out.begin_array();
-    for (const std::uint64_t bytes : object.heat) out.number(bytes);
-    out.end_array();
+}
+
+// The document as text that can sit inside <script type="application/json">:
+// '<', '>' and '&' (markup, "</script", "<!--") and U+2028, U+2029 (line ends
+// to older JavaScript) as \u escapes. JSON's structure is ASCII without any of
+// them, so each one found is inside a string, where the escape means the same.
+std::string page_safe_text(const json& document) {
+  const std::string text = document.dump(-1, ' ', false, json::error_handler_t::replace);
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    switch (c) {
+      case '<': out += "\\u003c"; break;
+      case '>': out += "\\u003e"; break;
+      case '&': out += "\\u0026"; break;
+      default:
+        if (c == '\xe2' && i + 2 < text.size() && text[i + 1] == '\x80' &&
+            (text[i + 2] == '\xa8' || text[i + 2] == '\xa9')) {
+          out += text[i + 2] == '\xa8' ? "\\u2028" : "\\u2029";
+          i += 2;
+        } else {
+          out += c;
+        }
+    }
   }
-  out.field("bytes_not_placed", object.bytes_not_placed);
-  out.end_object();
+  return out;
 }
 
 }  // namespace
 
 std::string report_data(const profile_model& model, const limits& bounds) {
-  json_writer out;
-  out.begin_object();
-  out.field("format", "ferret-report");
-  out.field("version", 1);
+  json document;
+  document["format"] = "ferret-report";
+  document["version"] = 1;
 
   const runtime::session_info& session = model.session();
-  out.key("run");
-  out.begin_object();
-  out.field("executable", session.executable);
-  out.field("pid", session.pid);
-  out.field("host", session.hostname);
-  out.field("command_line", session.command_line);
-  out.field("start_unix_ns", fmt::format("{}", session.start_realtime_ns));
-  out.field("duration_ns", model.end_ns());
-  out.field("clock", session.clock_source);
-  out.field("ferret_version", session.ferret_version);
-  out.field("gpu_operations", model.gpu_operations());
-  out.field("bucket_ns", model.bucket_ns());
-  out.field("time_buckets", profile::time_buckets);
-  out.field("heat_bins", profile::heat_bins);
-  out.end_object();
-
-  out.key("gpu_metrics");
-  out.begin_array();
-  for (const char* name : gpu_metric_names) out.string(name);
-  out.end_array();
+  document["run"] = {{"executable", session.executable},
+                     {"pid", session.pid},
+                     {"host", session.hostname},
+                     {"command_line", session.command_line},
+                     // A string: JavaScript's numbers hold 53 bits.
+                     {"start_unix_ns", fmt::format("{}", session.start_realtime_ns)},
+                     {"duration_ns", model.end_ns()},
+                     {"clock", session.clock_source},
+                     {"ferret_version", session.ferret_version},
+                     {"gpu_operations", model.gpu_operations()},
+                     {"bucket_ns", model.bucket_ns()},
+                     {"time_buckets", profile::time_buckets},
+                     {"heat_bins", profile::heat_bins}};
+  document["gpu_metrics"] = gpu_metric_names;
 
   const std::vector<profile::gpu_metrics> inclusive = model.inclusive_gpu();
   const std::vector<std::uint32_t> contexts = shown_contexts(model, inclusive, bounds.contexts);
   std::vector<std::optional<std::uint32_t>> new_index(model.contexts().size());
   for (std::uint32_t i = 0; i < contexts.size(); ++i) new_index[contexts[i]] = i;
-  out.key("contexts");
-  write_contexts(out, model, contexts, new_index);
+  document["contexts"] = contexts_array(model, contexts, new_index);
 
-  out.key("paths");
-  out.begin_array();
+  json paths = json::array();
   for (const profile_model::path_row& row : model.gpu_by_region_path()) {
-    out.begin_object();
-    out.field("path", row.path);
-    out.key("gpu");
-    write_gpu(out, row.gpu);
-    out.key("contexts");
-    out.begin_array();
+    json nodes = json::array();
     for (const std::uint32_t node : row.nodes)
-      if (new_index[node]) out.number(*new_index[node]);
-    out.end_array();
-    out.end_object();
+      if (new_index[node]) nodes.push_back(*new_index[node]);
+    paths.push_back({{"path", row.path}, {"gpu", gpu_array(row.gpu)}, {"contexts", std::move(nodes)}});
   }
-  out.end_array();
+  document["paths"] = std::move(paths);
 
-  out.key("regions");
-  out.begin_array();
-  for (const profile_model::region_row& region : model.regions_by_name()) {
-    out.begin_object();
-    out.field("name", region.name);
-    out.field("domain", region.domain);
-    out.field("calls", region.calls);
-    out.field("inclusive_ns", region.inclusive_ns);
-    out.end_object();
-  }
-  out.end_array();
+  json regions = json::array();
+  for (const profile_model::region_row& region : model.regions_by_name())
+    regions.push_back({{"name", region.name},
+                       {"domain", region.domain},
+                       {"calls", region.calls},
+                       {"inclusive_ns", region.inclusive_ns}});
+  document["regions"] = std::move(regions);
 
-  out.key("devices");
-  out.begin_array();
-  for (const auto& [id, device] : model.devices()) write_device(out, device, bounds);
-  out.end_array();
+  json counters = json::array();
+  for (const profile::counter_totals& counter : model.counters())
+    counters.push_back({{"name", counter.name},
+                        {"domain", counter.domain},
+                        {"samples", counter.samples},
+                        {"min", counter.min},
+                        {"mean", counter.mean()},
+                        {"max", counter.max},
+                        {"last", counter.last},
+                        // As the summary writes them (number_format.hpp): doubles
+                        // print differently in JavaScript.
+                        {"shown", {profile::value_text(counter.min), profile::value_text(counter.mean()),
+                                   profile::value_text(counter.max), profile::value_text(counter.last)}}});
+  document["counters"] = std::move(counters);
+  json marks = json::array();
+  for (const profile::mark_totals& mark : model.marks())
+    marks.push_back({{"name", mark.name}, {"domain", mark.domain}, {"count", mark.count}});
+  document["marks"] = std::move(marks);
 
-  const auto kernels = model.kernels();
-  out.key("kernels");
-  out.begin_array();
-  for (const auto* kernel : heaviest_kernels(kernels, bounds.kernels_per_device))
-    write_kernel(out, *kernel);
-  out.end_array();
-  out.key("copies");
-  write_copies(out, model.copies());
+  json devices = json::array();
+  for (const auto& [id, device] : model.devices()) devices.push_back(device_object(device, bounds));
+  document["devices"] = std::move(devices);
 
-  out.key("ends");
-  out.begin_array();
-  for (const std::int32_t end : model.ends()) out.number(end);
-  out.end_array();
-  out.key("traffic");
-  out.begin_array();
+  document["kernels"] = heaviest_kernels(model.kernels(), bounds.kernels_per_device);
+  document["copies"] = copies_array(model.copies());
+
+  document["ends"] = model.ends();
+  json traffic = json::array();
   for (const profile::traffic_matrix& matrix : model.traffic()) {
-    out.begin_object();
-    out.field("name", matrix.name);
-    out.key("cells");
-    out.begin_array();
-    for (const auto& [between, volume] : matrix.cells) {
-      out.begin_array();
-      out.number(between.first);
-      out.number(between.second);
-      out.number(volume.bytes);
-      out.number(volume.operations);
-      out.end_array();
-    }
-    out.end_array();
-    out.end_object();
+    json cells = json::array();
+    for (const auto& [between, volume] : matrix.cells)
+      cells.push_back({between.first, between.second, volume.bytes, volume.operations});
+    traffic.push_back({{"name", matrix.name}, {"cells", std::move(cells)}});
   }
-  out.end_array();
+  document["traffic"] = std::move(traffic);
 
   const auto objects = shown_objects(model, bounds.objects);
-  std::unordered_map<std::uint64_t, bool> object_shown;
-  out.key("objects");
-  out.begin_array();
+  std::unordered_set<std::uint64_t> object_shown;
+  json object_list = json::array();
   for (const auto* object : objects) {
-    write_object(out, *object);
-    object_shown[object->id] = true;
+    object_list.push_back(object_json(*object));
+    object_shown.insert(object->id);
   }
-  out.end_array();
+  document["objects"] = std::move(object_list);
 
-  out.key("context_objects");  // [context, object id, bytes, operations]
-  out.begin_array();
-  for (const auto& [key, volume] : model.context_objects()) {
-    if (!new_index[key.first] || object_shown.count(key.second) == 0) continue;
-    out.begin_array();
-    out.number(*new_index[key.first]);
-    out.number(key.second);
-    out.number(volume.bytes);
-    out.number(volume.operations);
-    out.end_array();
-  }
-  out.end_array();
-  out.key("context_traffic");  // [context, from, to, bytes, operations]
-  out.begin_array();
+  json context_objects = json::array();  // [context, object id, bytes, operations]
+  for (const auto& [key, volume] : model.context_objects())
+    if (new_index[key.first] && object_shown.count(key.second) != 0)
+      context_objects.push_back({*new_index[key.first], key.second, volume.bytes, volume.operations});
+  document["context_objects"] = std::move(context_objects);
+  json context_traffic = json::array();  // [context, from, to, bytes, operations]
   for (const auto& [key, volume] : model.context_traffic()) {
     const auto& [node, from, to] = key;
-    if (!new_index[node]) continue;
-    out.begin_array();
-    out.number(*new_index[node]);
-    out.number(from);
-    out.number(to);
-    out.number(volume.bytes);
-    out.number(volume.operations);
-    out.end_array();
+    if (new_index[node])
+      context_traffic.push_back({*new_index[node], from, to, volume.bytes, volume.operations});
   }
-  out.end_array();
+  document["context_traffic"] = std::move(context_traffic);
 
-  out.key("memory");
-  out.begin_array();
-  for (const auto& [key, totals] : model.memory()) {
-    out.begin_object();
-    out.field("device", key.first);
-    out.field("memory", runtime::to_string(key.second));
-    out.field("allocations", totals.allocations);
-    out.field("bytes_allocated", totals.bytes_allocated);
-    out.field("releases", totals.releases);
-    out.field("peak", totals.peak);
-    out.end_object();
-  }
-  out.end_array();
+  json memory = json::array();
+  for (const auto& [key, totals] : model.memory())
+    memory.push_back({{"device", key.first},
+                      {"memory", runtime::to_string(key.second)},
+                      {"allocations", totals.allocations},
+                      {"bytes_allocated", totals.bytes_allocated},
+                      {"releases", totals.releases},
+                      {"peak", totals.peak}});
+  document["memory"] = std::move(memory);
 
-  out.key("losses");
-  out.begin_array();
-  for (const std::string& loss : model.losses()) out.string(loss);
-  out.end_array();
-  out.key("unrecorded_api");
-  out.begin_array();
-  for (const profile::unrecorded_api_calls& calls : model.unrecorded_api()) {
-    if (calls.calls == 0) continue;
-    out.begin_object();
-    out.field("collector", calls.collector);
-    out.field("call", calls.api);
-    out.field("calls", calls.calls);
-    out.end_object();
-  }
-  out.end_array();
-  out.key("metadata");
-  out.begin_object();
-  out.key("user");
-  write_metadata(out, model.user_metadata());
-  out.key("runtime");
-  write_metadata(out, model.runtime_metadata());
-  out.end_object();
+  document["losses"] = model.losses();
+  json unrecorded = json::array();
+  for (const profile::unrecorded_api_calls& calls : model.unrecorded_api())
+    if (calls.calls != 0)
+      unrecorded.push_back({{"collector", calls.collector}, {"call", calls.api}, {"calls", calls.calls}});
+  document["unrecorded_api"] = std::move(unrecorded);
+  document["metadata"] = {{"user", metadata_array(model.user_metadata())},
+                          {"runtime", metadata_array(model.runtime_metadata())}};
 
-  out.key("limits");
-  out.begin_object();
-  out.field("contexts_shown", contexts.size());
-  out.field("contexts_total", model.contexts().size());
-  out.field("objects_shown", objects.size());
-  out.field("objects_total", model.objects().size() + model.objects_not_kept());
-  out.field("kernels_per_device", bounds.kernels_per_device);
-  out.end_object();
-  out.end_object();
-  return out.text();
+  document["limits"] = {{"contexts_shown", contexts.size()},
+                        {"contexts_total", model.contexts().size()},
+                        {"objects_shown", objects.size()},
+                        {"objects_total", model.objects().size() + model.objects_not_kept()},
+                        {"kernels_per_device", bounds.kernels_per_device}};
+  make_readable(document);
+  return page_safe_text(document);
 }
 
 }  // namespace ferret::report

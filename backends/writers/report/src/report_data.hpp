@@ -13,6 +13,10 @@
 //                  calls, inclusive_ns, exclusive_ns, gpu (exclusive)
 //   paths          GPU work per region path, as the summary lists it
 //   regions        host regions by name: name, domain, calls, inclusive_ns
+//   counters       per counter: name, domain, samples, min, mean, max, last
+//                  (numbers, null where not finite) and `shown`, the four as
+//                  the summary writes them
+//   marks          per mark: name, domain, count
 //   devices        per GPU: properties, copies and memsets by direction,
 //                  kernels, live memory and stream busy time per time bucket
 //   kernels, copies  all devices together, as the summary lists them
@@ -38,7 +42,10 @@ struct limits {
   std::size_t kernels_per_device = 1'000;
 };
 
-/// The JSON document, safe to place inside <script type="application/json">.
+/// The JSON document, safe to place inside <script type="application/json">:
+/// every string is shown through readable_text (valid UTF-8, no control
+/// characters), cut to 1000 columns, and '<', '>', '&', U+2028 and U+2029 are
+/// \u escapes, so that no name can end the element or be read as markup.
 std::string report_data(const profile::profile_model& model, const limits& bounds = {});
 
 }  // namespace ferret::report

@@ -220,32 +220,34 @@ void append_copy_matrix(std::string& out, const model& run) {
   table.append_to(out);
 }
 
+// Every data object, host ones and those nothing moved included: the most
+// bytes moved first, then the largest (as the report lists them).
 void append_objects(std::string& out, const model& run) {
-  std::vector<const profile::data_object_totals*> moved;
-  for (const auto& [id, totals] : run.objects())
-    if (totals.moved() != 0) moved.push_back(&totals);
-  if (moved.empty()) return;
+  std::vector<const profile::data_object_totals*> all;
+  for (const auto& [id, totals] : run.objects()) all.push_back(&totals);
+  if (all.empty()) return;
   append_heading(out, "Data objects");
-  text_table table{{"HtoD", alignment::right}, {"DtoH", alignment::right},
-                   {"DtoD", alignment::right}, {"HtoH", alignment::right},
-                   {"PtoP", alignment::right}, {"memset", alignment::right},
-                   {"object", alignment::left}};
+  text_table table{{"size", alignment::right},   {"HtoD", alignment::right},
+                   {"DtoH", alignment::right},   {"DtoD", alignment::right},
+                   {"HtoH", alignment::right},   {"PtoP", alignment::right},
+                   {"memset", alignment::right}, {"object", alignment::left}};
   for (const profile::data_object_totals* object :
-       top(moved, [](const profile::data_object_totals* a, const profile::data_object_totals* b) {
-         return a->moved() != b->moved() ? a->moved() > b->moved() : a->id < b->id;
+       top(all, [](const profile::data_object_totals* a, const profile::data_object_totals* b) {
+         return profile::shown_before(*a, *b);
        })) {
     const auto copied = [&](copy_kind kind) {
       return bytes_cell(object->copied[profile::index_of(kind)]);
     };
     std::string name = shown_name(object->name);
     if (object->automatic) name += " (auto)";
-    table.add_row({copied(copy_kind::host_to_device), copied(copy_kind::device_to_host),
+    table.add_row({object->known ? bytes_text(object->bytes) : "-",
+                   copied(copy_kind::host_to_device), copied(copy_kind::device_to_host),
                    copied(copy_kind::device_to_device), copied(copy_kind::host_to_host),
                    copied(copy_kind::peer_to_peer), bytes_cell(object->memsets.bytes),
                    std::move(name)});
   }
   table.append_to(out);
-  append_not_shown(out, moved.size() + run.moving_objects_not_kept(), "data object");
+  append_not_shown(out, all.size() + run.objects_not_kept(), "data object");
 }
 
 void append_memory(std::string& out, const model& run) {
@@ -261,6 +263,13 @@ void append_memory(std::string& out, const model& run) {
   table.append_to(out);
 }
 
+// A region's, counter's or mark's name, with its domain where it has one.
+std::string label_of(const std::string& name, const std::string& domain) {
+  std::string text = shown_name(name);
+  if (!domain.empty()) text += fmt::format(" [{}]", shown_name(domain, 40));
+  return text;
+}
+
 void append_regions(std::string& out, const model& run) {
   const std::vector<model::region_row> regions = run.regions_by_name();
   if (regions.empty()) return;
@@ -270,9 +279,7 @@ void append_regions(std::string& out, const model& run) {
   text_table table{
       {"calls", alignment::right}, {"total ms", alignment::right}, {"region", alignment::left}};
   const auto label = [](const model::region_row& region) {
-    std::string text = shown_name(region.name);
-    if (!region.domain.empty()) text += fmt::format(" [{}]", shown_name(region.domain, 40));
-    return text;
+    return label_of(region.name, region.domain);
   };
   for (const model::region_row* region :
        top(all, [&](const model::region_row* a, const model::region_row* b) {
@@ -283,6 +290,45 @@ void append_regions(std::string& out, const model& run) {
                    label(*region)});
   table.append_to(out);
   append_not_shown(out, all.size(), "region");
+}
+
+// Counter samples per name: how many, their range and mean, and the latest value.
+void append_counters(std::string& out, const model& run) {
+  const std::vector<profile::counter_totals> counters = run.counters();
+  if (counters.empty()) return;
+  std::vector<const profile::counter_totals*> all;
+  for (const profile::counter_totals& counter : counters) all.push_back(&counter);
+  append_heading(out, "Counters");
+  text_table table{{"samples", alignment::right}, {"min", alignment::right},
+                   {"mean", alignment::right},    {"max", alignment::right},
+                   {"last", alignment::right},    {"counter", alignment::left}};
+  for (const profile::counter_totals* counter :
+       top(all, [](const profile::counter_totals* a, const profile::counter_totals* b) {
+         return a->samples != b->samples ? a->samples > b->samples
+                                         : std::tie(a->name, a->domain) < std::tie(b->name, b->domain);
+       }))
+    table.add_row({fmt::format("{}", counter->samples), profile::value_text(counter->min),
+                   profile::value_text(counter->mean()), profile::value_text(counter->max),
+                   profile::value_text(counter->last), label_of(counter->name, counter->domain)});
+  table.append_to(out);
+  append_not_shown(out, all.size(), "counter");
+}
+
+void append_marks(std::string& out, const model& run) {
+  const std::vector<profile::mark_totals> marks = run.marks();
+  if (marks.empty()) return;
+  std::vector<const profile::mark_totals*> all;
+  for (const profile::mark_totals& mark : marks) all.push_back(&mark);
+  append_heading(out, "Marks");
+  text_table table{{"count", alignment::right}, {"mark", alignment::left}};
+  for (const profile::mark_totals* mark :
+       top(all, [](const profile::mark_totals* a, const profile::mark_totals* b) {
+         return a->count != b->count ? a->count > b->count
+                                     : std::tie(a->name, a->domain) < std::tie(b->name, b->domain);
+       }))
+    table.add_row({fmt::format("{}", mark->count), label_of(mark->name, mark->domain)});
+  table.append_to(out);
+  append_not_shown(out, all.size(), "mark");
 }
 
 // Time (the calls' regions) and bytes per MPI call.
@@ -385,6 +431,8 @@ std::string summary_text(const model& run) {
   append_objects(out, run);
   append_memory(out, run);
   append_regions(out, run);
+  append_counters(out, run);
+  append_marks(out, run);
   append_mpi_calls(out, run);
   append_mpi_matrix(out, run);
   append_unrecorded_api(out, run);

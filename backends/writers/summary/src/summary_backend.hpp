@@ -9,9 +9,11 @@
 //   Kernels                          per kernel
 //   Copies                           per copy direction
 //   Device-to-device bytes           copied bytes, source × destination
-//   Data objects                     bytes moved per data object
+//   Data objects                     size and bytes moved per data object (host ones too)
 //   Memory                           allocations per device and memory kind
 //   Host regions                     inclusive time per annotated region
+//   Counters                         samples, min, mean, max and last value per counter
+//   Marks                            count per mark
 //   API calls counted, not recorded  the collectors' <collector>-api-unrecorded:<call> counts
 //   Losses: ...                      events or GPU records that were lost
 //

@@ -441,8 +441,7 @@ class tau_backend final : public runtime::backend {
     if (thread.kind == thread_kind::host) {
       append_attribute(out, "Thread Name",
                        !thread.name.empty() ? thread.name
-                                            : (thread.is_main ? std::string{"main"}
-                                                              : fmt::format("thread {}", thread.tid)));
+                                            : runtime::unnamed_thread_label(thread.tid, thread.is_main));
       append_attribute(out, "Thread ID", fmt::format("{}", thread.tid));
     } else {
       // TAU's attributes of a CUDA stream's virtual thread.

@@ -9,53 +9,13 @@
 #include <cstdint>
 #include <iterator>
 
+#include "ferret/runtime/text.hpp"
+
 namespace ferret::tau {
 namespace {
 
 constexpr std::string_view replacement_character = "\xEF\xBF\xBD";  // U+FFFD
 constexpr std::string_view ellipsis = "\xE2\x80\xA6";                // U+2026
-
-// Length of the well-formed UTF-8 sequence starting at text[at] (1 to 4), or 0
-// when it is not one: overlong forms, surrogates, code points above U+10FFFF,
-// truncated sequences and stray continuation bytes are all invalid.
-std::size_t utf8_sequence_length(std::string_view text, std::size_t at) noexcept {
-  const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(text[i]); };
-  const unsigned char lead = byte(at);
-  if (lead < 0x80) return 1;
-  std::size_t length = 0;
-  unsigned char low = 0x80;
-  unsigned char high = 0xBF;  // the range of the second byte
-  if (lead >= 0xC2 && lead <= 0xDF) {
-    length = 2;
-  } else if (lead >= 0xE0 && lead <= 0xEF) {
-    length = 3;
-    if (lead == 0xE0) low = 0xA0;       // overlong
-    else if (lead == 0xED) high = 0x9F;  // surrogates
-  } else if (lead >= 0xF0 && lead <= 0xF4) {
-    length = 4;
-    if (lead == 0xF0) low = 0x90;       // overlong
-    else if (lead == 0xF4) high = 0x8F;  // above U+10FFFF
-  } else {
-    return 0;
-  }
-  if (at + length > text.size()) return 0;
-  if (byte(at + 1) < low || byte(at + 1) > high) return 0;
-  for (std::size_t i = 2; i < length; ++i)
-    if (byte(at + i) < 0x80 || byte(at + i) > 0xBF) return 0;
-  return length;
-}
-
-std::uint32_t code_point(std::string_view sequence) noexcept {
-  const auto byte = [&](std::size_t i) { return static_cast<std::uint32_t>(static_cast<unsigned char>(sequence[i])); };
-  switch (sequence.size()) {
-    case 1: return byte(0);
-    case 2: return ((byte(0) & 0x1FU) << 6U) | (byte(1) & 0x3FU);
-    case 3: return ((byte(0) & 0x0FU) << 12U) | ((byte(1) & 0x3FU) << 6U) | (byte(2) & 0x3FU);
-    default:
-      return ((byte(0) & 0x07U) << 18U) | ((byte(1) & 0x3FU) << 12U) | ((byte(2) & 0x3FU) << 6U) |
-             (byte(3) & 0x3FU);
-  }
-}
 
 bool is_control(unsigned char c) noexcept { return c < 0x20 || c == 0x7F; }
 
@@ -66,22 +26,13 @@ std::size_t character_start(std::string_view text, std::size_t at) noexcept {
   return at;
 }
 
-std::uint32_t fnv1a(std::string_view text) noexcept {
-  std::uint32_t hash = 2166136261U;
-  for (const char c : text) {
-    hash ^= static_cast<unsigned char>(c);
-    hash *= 16777619U;
-  }
-  return hash;
-}
-
 // Valid UTF-8 without control characters or '"', blanks trimmed and collapsed.
 std::string clean_characters(std::string_view text) {
   std::string out;
   out.reserve(std::min(text.size(), longest_name + 16));
   bool blank_pending = false;
   for (std::size_t i = 0; i < text.size();) {
-    const std::size_t length = utf8_sequence_length(text, i);
+    const std::size_t length = runtime::utf8_sequence_length(text, i);
     std::string_view piece;
     if (length == 0) {
       piece = replacement_character;
@@ -163,7 +114,7 @@ std::string profile_name(std::string_view text) {
   without_annotation_colons(name);
   if (name.empty()) return std::string{unnamed};
   if (name.size() <= longest_name) return name;
-  const std::string tail = fmt::format("{}{:08x}", ellipsis, fnv1a(name));
+  const std::string tail = fmt::format("{}{:08x}", ellipsis, runtime::fnv1a_32(name));
   name.resize(character_start(name, longest_name - tail.size()));
   return name + tail;
 }
@@ -192,14 +143,15 @@ std::string domain_group(std::string_view domain) {
 
 void append_xml_text(std::string& out, std::string_view text) {
   for (std::size_t i = 0; i < text.size();) {
-    const std::size_t length = utf8_sequence_length(text, i);
+    const std::size_t length = runtime::utf8_sequence_length(text, i);
     if (length == 0) {
       out += "&#xFFFD;";
       ++i;
       continue;
     }
     if (length > 1) {
-      fmt::format_to(std::back_inserter(out), "&#x{:X};", code_point(text.substr(i, length)));
+      fmt::format_to(std::back_inserter(out), "&#x{:X};",
+                     runtime::utf8_code_point(text.substr(i, length)));
       i += length;
       continue;
     }

@@ -82,6 +82,12 @@ struct thread_info {
   bool is_main;          // tid == pid
 };
 
+/// The name every output gives a thread that has none of its own: "main" for
+/// the process's main thread, "thread <tid>" for the others.
+inline std::string unnamed_thread_label(std::uint64_t tid, bool is_main) {
+  return is_main ? std::string{"main"} : "thread " + std::to_string(tid);
+}
+
 struct data_object_info {
   std::uint64_t id;
   std::string name;
