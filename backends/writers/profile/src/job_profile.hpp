@@ -93,6 +93,14 @@ class job_profile {
   /// Sets the busiest rank's tree (serialize_tree); false when it does not parse.
   bool set_busiest_tree(std::string_view tree);
   const std::vector<job_context>& busiest_tree() const noexcept { return busiest_tree_; }
+  /// What the reduction cost at rank 0: the parts' bytes, and the time from
+  /// its first collective to the job profile (the slowest rank's arrival excluded).
+  void set_reduction(std::size_t part_bytes, std::int64_t ns) noexcept {
+    part_bytes_ = part_bytes;
+    reduction_ns_ = ns;
+  }
+  std::size_t part_bytes() const noexcept { return part_bytes_; }
+  std::int64_t reduction_ns() const noexcept { return reduction_ns_; }
 
  private:
   job_row& row(std::vector<job_row>& rows, std::map<std::pair<std::string, std::string>, std::size_t>& index,
@@ -103,6 +111,8 @@ class job_profile {
   std::map<std::pair<std::string, std::string>, std::size_t> region_index_, mpi_index_;
   std::map<std::pair<std::uint32_t, std::uint32_t>, volume> messages_;
   std::vector<job_context> busiest_tree_;
+  std::size_t part_bytes_ = 0;
+  std::int64_t reduction_ns_ = 0;
 };
 
 }  // namespace ferret::profile

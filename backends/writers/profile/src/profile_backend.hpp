@@ -94,6 +94,7 @@ class profile_backend : public runtime::backend {
   // MPI_Finalize), each rank keeps its own profile.
   std::optional<job_profile> reduce_job() {
     if (group_ == nullptr || !group_->collectives_available()) return std::nullopt;
+    const std::int64_t started_ns = runtime::monotonic_raw_ns();
     const std::uint32_t size = group_->size(), rank = group_->rank();
     const std::string part = serialize_rank(model_);
     const std::uint64_t part_bytes = part.size();
@@ -103,6 +104,7 @@ class profile_backend : public runtime::backend {
     std::size_t total = 0;
     for (const std::size_t count : counts) total += count;
     std::string parts(total, '\0');
+    const std::size_t parts_bytes = total;
     if (!group_->gatherv(part.data(), part.size(), parts.data(), counts.data(), 0)) return std::nullopt;
     if (rank != 0) {
       reduced_elsewhere_ = true;
@@ -120,6 +122,7 @@ class profile_backend : public runtime::backend {
     for (const auto& [ends, messages] : job.messages()) model_.add_message(ends.first, ends.second, messages);
     if (wants_busiest_tree() && !job.set_busiest_tree(busiest_tree(job.busiest_rank())))
       runtime::print_message("the job report leaves out the busiest rank's tree: it did not arrive");
+    job.set_reduction(parts_bytes, runtime::monotonic_raw_ns() - started_ns);
     return job;
   }
 

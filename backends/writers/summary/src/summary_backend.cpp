@@ -546,6 +546,8 @@ std::string job_summary_text(const model& run, const profile::job_profile& job) 
   append_job_mpi_calls(out, job);
   append_mpi_matrix(out, run);
   append_job_losses(out, job);
+  out += fmt::format("\nReduced in MPI_Finalize: {} from {} in {} ms at rank 0\n", bytes_text(job.part_bytes()),
+                     plural(job.size(), "rank"), milliseconds_text(job.reduction_ns()));
   out += '\n';
   out += summary_text(run, false);
   return out;
