@@ -380,7 +380,7 @@ def check_rank_view(options, reports, job, ranks):
     if not tree or any(node["parent"] >= index for index, node in enumerate(tree) if index > 0):
         fail(f"{path}: the busiest rank's tree is empty or out of order")
     if not options.chromium or not shutil.which(options.chromium):
-        print("rank view: data checked; not drawn (no Chromium)")
+        print("rank view: data checked; SKIPPED: drawing it (no Chromium found)")
         return
     profile = os.path.join(options.work, "chromium-profile")
     dom = subprocess.run([options.chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",

@@ -470,7 +470,7 @@ void append_job_ranks(std::string& out, const profile::job_profile& job) {
     work[rank] = job.ranks()[rank].work_ns;
   }
   append_heading(out, "Ranks (time per rank)");
-  text_table table = spread_table({}, {{"", alignment::left}});
+  text_table table = spread_table({}, {{"time", alignment::left}});
   const auto add = [&](const std::vector<std::int64_t>& values, std::string_view what) {
     std::vector<std::string> cells = spread_cells(profile::spread_of(values));
     cells.emplace_back(what);
