@@ -131,3 +131,10 @@ add_test(NAME mpi_job_summary_16_ranks
                  ${mpi_job_chromium} ${mpi_communication_sanitizer_arguments}
                  --work ${CMAKE_CURRENT_BINARY_DIR}/mpi_job_summary_16_ranks)
 set_tests_properties(mpi_job_summary_16_ranks PROPERTIES LABELS "process;mpi" PROCESSORS 2)
+
+# ferret-merge streams the ranks' traces: bounded memory on 8 MB of synthetic traces.
+add_test(NAME ferret_merge_memory
+         COMMAND ${FERRET_TEST_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/ferret_merge_memory_test.py
+                 --merge ${PROJECT_SOURCE_DIR}/tools/ferret-merge
+                 --work ${CMAKE_CURRENT_BINARY_DIR}/ferret_merge_memory)
+set_tests_properties(ferret_merge_memory PROPERTIES LABELS "mpi")
