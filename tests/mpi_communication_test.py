@@ -13,13 +13,21 @@
   receive before its send).
 --mode otf2-skew: the same with skewed clocks (below): the archive's clock
   offsets put every receive after its send for OTF2's readers.
---mode tau: one TAU profile per rank, passing ferret-tau-check, with the
+--mode tau: one TAU directory with every rank's profile.<rank>.0.<thread>,
+  passing ferret-tau-check (all nodes 0..3, their mpi-rank and mpi-size), with the
   message sizes as TAU's MPI wrapper writes them: "Message size sent to node
   <n>" per peer (the counts and sizes the app sends), "... sent to all nodes"
   and "... received from all nodes" (74 each).
---mode summary: every rank prints its summary; rank 0's has the rank x rank
-  matrix of point-to-point bytes (gathered in MPI_Finalize) with the bytes the
-  app sends, and every rank's "MPI calls" table lists the calls with their bytes.
+--mode summary: rank 0 prints the job summary (the other ranks nothing): the
+  rank x rank matrix of point-to-point bytes (gathered in MPI_Finalize) with the
+  bytes the app sends, and the "MPI calls over ranks" table lists the calls
+  with their bytes.
+--mode job: 16 ranks (--oversubscribe) with the summary and TAU backends at
+  once: one TAU directory holds profile.<rank>.0.<thread> of every rank and
+  passes ferret-tau-check; every number of the job summary (ranks, calls, min,
+  mean and max time over the ranks, the rank of the max, the imbalance, per
+  region and per MPI call; the message matrix) equals what the ranks' TAU
+  profiles say, recomputed here.
 --mode skew: the same with each rank's clock pretending to be off
   (FERRET_TEST_CLOCK_OFFSET_NS: 0, +40, -30, +70 ms): the offsets measured at
   MPI_Init and MPI_Finalize find the injected ones (within half the shortest
@@ -27,6 +35,7 @@
   merge has no receive before its send, and the uncorrected one has some.
 """
 import argparse
+import collections
 import json
 import os
 import re
@@ -53,8 +62,8 @@ def fail(message):
     sys.exit(1)
 
 
-def run_ranks(options, traces, skewed, backend="chrome"):
-    output = traces + "/" if backend in ("chrome", "tau") else traces
+def run_ranks(options, traces, skewed, backend="chrome", ranks=RANKS):
+    output = traces + "/" if backend in ("chrome", "tau", "summary,tau,report") else traces
     environment = dict(os.environ, **ENVIRONMENT, FERRET_BACKEND=backend,
                        FERRET_OUTPUT=output, FERRET_VERBOSE="1")
     if backend == "summary":  # on stderr
@@ -70,18 +79,19 @@ def run_ranks(options, traces, skewed, backend="chrome"):
                 command.append(":")
             command += ["-np", "1", "-x", f"FERRET_TEST_CLOCK_OFFSET_NS={offset}", options.app]
     else:
-        command = [options.mpiexec, "-np", str(RANKS), options.app]
+        command = [options.mpiexec, "--oversubscribe", "-np", str(ranks), options.app]
     result = subprocess.run(command, env=environment, capture_output=True, text=True, timeout=120)
-    print(result.stdout + result.stderr)
+    print(result.stdout + result.stderr[-20000:])
     if result.returncode != 0:
         fail(f"{' '.join(command)} exited with {result.returncode}")
     # FERRET_VERBOSE=1: ferret says only where each output went.
-    rest = re.sub(r"ferret: (chrome trace|otf2 archive|tau profile|summary): [^\n]*\n", "", result.stderr)
-    if backend == "summary":  # the summaries themselves
-        rest = "" if rest.count("ferret summary: ") == RANKS else rest
+    rest = re.sub(r"ferret: (chrome trace|otf2 archive|tau profile|summary|report): [^\n]*\n", "", result.stderr)
+    if backend.startswith("summary"):  # rank 0's job summary, with its own summary
+        summaries = rest.count("ferret job summary: "), rest.count("ferret summary: ")
+        rest = "" if summaries == (1, 1) else rest
     if rest or "incomplete" in result.stderr:
         fail(f"unexpected messages from the ranks:\n{result.stderr}")
-    if backend == "summary":
+    if backend.startswith("summary"):
         return result.stderr
     if backend != "chrome":
         return []
@@ -237,12 +247,162 @@ def check_summary(options):
             shown = "-" if expected == 0 else (f"{expected} B" if expected < 1024 else f"{expected / 1024:.1f} KiB")
             if cell != shown:
                 fail(f"matrix row {sender}, column {receiver}: {cell}, expected {shown}\n{row}")
-    if text.count("\nMPI calls\n") != RANKS:
-        fail("not every rank's summary has the MPI calls table")
+    job = job_tables(text)
     for call in ("MPI_Send", "MPI_Isend", "MPI_Waitall", "MPI_Sendrecv", "MPI_Alltoall", "MPI_Allgatherv",
                  "MPI_Iallreduce"):
-        if not re.search(rf" {call}\n", text):
-            fail(f"no row for {call} in the MPI calls tables")
+        if call not in job["MPI calls over ranks (time per rank)"]:
+            fail(f"no row for {call} in the job's MPI calls table")
+        if job["MPI calls over ranks (time per rank)"][call]["ranks"] != RANKS:
+            fail(f"{call} is not on all {RANKS} ranks: {job['MPI calls over ranks (time per rank)'][call]}")
+
+
+JOB_COLUMNS = ("ranks", "calls", "min", "mean", "max", "max rank", "imbalance")
+
+
+def job_tables(text):
+    """The job summary's two spread tables: {heading: {name: {column: value}}}."""
+    lines = text.splitlines()
+    tables = {}
+    for heading in ("Host regions over ranks (inclusive time per rank)", "MPI calls over ranks (time per rank)"):
+        if heading not in lines:
+            fail(f"no '{heading}' in the job summary:\n{text}")
+        rows = {}
+        for line in lines[lines.index(heading) + 2:]:
+            if not line.startswith("  ") or line.startswith("  …"):
+                break
+            cells = line.split()
+            values = dict(zip(JOB_COLUMNS, (int(cells[0]), int(cells[1]), float(cells[2]), float(cells[3]),
+                                            float(cells[4]), int(cells[5]), float(cells[6].rstrip("%")))))
+            name = cells[-1] if heading.startswith("MPI") else " ".join(cells[7:])
+            rows[name] = values
+        tables[heading] = rows
+    return tables
+
+
+def flat_entries(profile_path):
+    """Flat function entries of a TAU profile: name -> (calls, inclusive microseconds, group)."""
+    entries = {}
+    with open(profile_path, encoding="utf-8") as handle:
+        for line in handle:
+            match = re.match(r'"(.*)" (\d+) (\d+) (\S+) (\S+) 0 GROUP="(.*)" $', line)
+            if match and " => " not in match.group(1) and match.group(1) != ".TAU application":
+                name = re.sub(r" \[\{.*\} \{\d+,\d+\}\]$", "", match.group(1))  # the source location
+                entries[name] = (int(match.group(2)), float(match.group(5)), match.group(6))
+    return entries
+
+
+def check_job(options):
+    """16 ranks: one TAU directory, and the job summary recomputed from it."""
+    ranks = 16
+    profiles = os.path.join(options.work, "profiles")
+    text = run_ranks(options, profiles, False, backend="summary,tau,report", ranks=ranks)
+    reports = [os.path.join(profiles, name) for name in os.listdir(profiles) if name.endswith(".html")]
+    directories = [os.path.join(profiles, name) for name in os.listdir(profiles) if not name.endswith(".html")]
+    if len(directories) != 1:
+        fail(f"expected one TAU directory for the job, found {directories}")
+    checked = run_reader([options.tau_check, directories[0]])
+    files = os.listdir(directories[0])
+    per_rank = collections.defaultdict(lambda: collections.defaultdict(lambda: [0, 0.0]))  # region -> rank -> totals
+    for name in files:
+        node = int(name.split(".")[1])
+        for region, (calls, inclusive_us, group) in flat_entries(os.path.join(directories[0], name)).items():
+            key = (region, group == "TAU_USER|mpi")
+            per_rank[key][node][0] += calls
+            per_rank[key][node][1] += inclusive_us
+    if sorted({int(name.split(".")[1]) for name in files}) != list(range(ranks)):
+        fail(f"the TAU directory does not hold nodes 0..{ranks - 1}: {sorted(files)}")
+    if f"{len(files)} profiles" not in checked.stdout:
+        fail(f"ferret-tau-check did not read {len(files)} profiles: {checked.stdout}")
+    job = job_tables(text)
+    compared = 0
+    for heading, rows in job.items():
+        mpi = heading.startswith("MPI")
+        for name, shown in rows.items():
+            totals = per_rank.get((name, mpi))
+            if totals is None:
+                fail(f"{heading}: {name} is in no rank's TAU profile")
+            times_ms = [totals[rank][1] / 1000.0 if rank in totals else 0.0 for rank in range(ranks)]
+            mean = sum(times_ms) / ranks
+            expected = {"ranks": sum(1 for rank in totals if totals[rank][0] > 0),
+                        "calls": sum(calls for calls, _ in totals.values()),
+                        "min": min(times_ms), "mean": mean, "max": max(times_ms)}
+            for column, value in expected.items():
+                # Times are printed in ms with three decimals (TAU's are exact microseconds).
+                if abs(shown[column] - value) > (0.0015 if column in ("min", "mean", "max") else 0):
+                    fail(f"{heading}, {name}: {column} {shown[column]}, the TAU profiles say {value}")
+            if abs(times_ms[shown["max rank"]] - max(times_ms)) > 0.0015:
+                fail(f"{heading}, {name}: rank {shown['max rank']} does not hold the max {max(times_ms)}")
+            imbalance = 100.0 * (max(times_ms) - mean) / max(times_ms) if max(times_ms) > 0 else 0.0
+            if abs(shown["imbalance"] - imbalance) > 0.051 + 100.0 * 0.002 / max(max(times_ms), 0.001):
+                fail(f"{heading}, {name}: imbalance {shown['imbalance']}%, the TAU profiles say {imbalance:.2f}%")
+            compared += 1
+    for region in ("exchange", "ring", "halo", "collectives"):
+        if region not in job["Host regions over ranks (inclusive time per rank)"]:
+            fail(f"no row for region {region} in the job summary")
+    # The matrix: each cell is the bytes of TAU's "Message size sent to node <n>" of its row's rank.
+    lines = text.splitlines()
+    heading = lines.index("MPI point-to-point bytes (rank x rank)")
+    for sender in range(ranks):
+        row = lines[heading + 2 + sender]
+        cells = re.findall(r"(-|[0-9.]+ (?:B|KiB))", row.split(f"rank {sender}", 1)[1])
+        events = user_events(os.path.join(directories[0], f"profile.{sender}.0.0"))
+        for receiver, cell in enumerate(cells):
+            count, _, _, mean = events.get(f"Message size sent to node {receiver}", (0, 0, 0, 0))
+            sent = round(count * mean)
+            shown = "-" if sent == 0 else (f"{sent} B" if sent < 1024 else f"{sent / 1024:.1f} KiB")
+            if cell != shown:
+                fail(f"matrix row {sender}, column {receiver}: {cell}, the TAU profile says {shown}")
+    print(f"job summary: {compared} rows and the {ranks} x {ranks} matrix agree with the TAU profiles")
+    check_rank_view(options, reports, job, ranks)
+
+
+def check_rank_view(options, reports, job, ranks):
+    """Rank 0's report (only its) has the rank view's data, with the job summary's numbers;
+    drawn by Chromium (--chromium), its tables show them."""
+    with_job = []
+    for path in reports:
+        with open(path, encoding="utf-8") as handle:
+            page = handle.read()
+        data = json.loads(re.search(r'<script type="application/json" id="ferret-job">(.*?)</script>', page, re.S).group(1))
+        if data is not None:
+            with_job.append((path, data))
+    if len(reports) != ranks or len(with_job) != 1:
+        fail(f"{len(reports)} reports, {len(with_job)} with the rank view: expected {ranks} and 1")
+    path, data = with_job[0]
+    if data["size"] != ranks or len(data["ranks"]) != ranks or not all(r["reported"] for r in data["ranks"]):
+        fail(f"{path}: the rank view does not hold {ranks} reported ranks")
+    for key, heading in (("regions", "Host regions over ranks (inclusive time per rank)"),
+                         ("mpi_calls", "MPI calls over ranks (time per rank)")):
+        for row in data[key]:
+            shown = job[heading].get(row["name"])
+            if shown is None:
+                continue  # the summary shows the first 10 regions
+            if (row["ranks"], row["calls"], row["max_rank"]) != (shown["ranks"], shown["calls"], shown["max rank"]) or \
+                    abs(row["max"] / 1e6 - shown["max"]) > 0.0015 or len(row["time_ns"]) != ranks:
+                fail(f"{path}: the rank view's {row['name']} {row} differs from the summary's {shown}")
+    tree = data["busiest_tree"]
+    if not tree or any(node["parent"] >= index for index, node in enumerate(tree) if index > 0):
+        fail(f"{path}: the busiest rank's tree is empty or out of order")
+    if not options.chromium or not shutil.which(options.chromium):
+        print("rank view: data checked; SKIPPED: drawing it (no Chromium found)")
+        return
+    profile = os.path.join(options.work, "chromium-profile")
+    dom = subprocess.run([options.chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                          f"--user-data-dir={profile}", "--dump-dom", "file://" + os.path.abspath(path) + "#ranks"],
+                         capture_output=True, text=True, timeout=60).stdout
+    if 'data-ready="yes"' not in dom or "data-error" in dom:
+        fail(f"{path}: the page did not draw: {dom[:2000]}")
+    for table in ("ranks-regions", "ranks-mpi", "ranks-busiest-tree", "ranks-messages"):
+        if f'id="{table}"' not in dom:
+            fail(f"{path}: the rank view has no #{table}")
+    rects = len(re.findall(r"<rect ", dom))
+    if rects != (len(data["regions"]) + len(data["mpi_calls"])) * ranks:
+        fail(f"{path}: {rects} heat map cells, expected {(len(data['regions']) + len(data['mpi_calls'])) * ranks}")
+    for name, shown in job["MPI calls over ranks (time per rank)"].items():
+        cells = f'<td class="r">{shown["max"]:.3f}</td><td class="r">{shown["max rank"]}</td>'
+        if cells not in dom:
+            fail(f"{path}: the rank view's row of {name} does not show max {shown['max']:.3f} ms on rank {shown['max rank']}")
+    print(f"rank view: drawn by Chromium, {rects} heat map cells, the MPI calls' max and max rank as in the summary")
 
 
 def user_events(profile):
@@ -254,7 +414,8 @@ def user_events(profile):
         match = re.match(r'"(.*)" (\d+) (\S+) (\S+) (\S+) (\S+)$', line)
         if not match:
             break
-        events[match.group(1)] = (int(match.group(2)), float(match.group(3)), float(match.group(4)))
+        events[match.group(1)] = (int(match.group(2)), float(match.group(3)), float(match.group(4)),
+                                  float(match.group(5)))
     return events
 
 
@@ -262,6 +423,8 @@ def check_tau(options):
     profiles = os.path.join(options.work, "profiles")
     run_ranks(options, profiles, False, backend="tau")
     directories = sorted(os.path.join(profiles, name) for name in os.listdir(profiles))
+    if len(directories) != 1:
+        fail(f"expected one TAU directory for the {RANKS} ranks, found {directories}")
     run_reader([options.tau_check, *directories])
     for rank in range(RANKS):
         found = [os.path.join(d, f"profile.{rank}.0.0") for d in directories
@@ -276,7 +439,7 @@ def check_tau(options):
         expected[partner][2] = min(expected[partner][2], 8)
         for peer, (count, largest, smallest) in expected.items():
             name = f"Message size sent to node {peer}"
-            if events.get(name) != (count, largest, smallest):
+            if events.get(name, ())[:3] != (count, largest, smallest):
                 fail(f"rank {rank}: {name} is {events.get(name)}, expected {(count, largest, smallest)}")
         for name in ("Message size sent to all nodes", "Message size received from all nodes"):
             if events.get(name, (0,))[0] != MESSAGES_PER_RANK:
@@ -285,9 +448,11 @@ def check_tau(options):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--mode", choices=["chrome", "skew", "otf2", "otf2-skew", "tau", "summary"], required=True)
+    parser.add_argument("--mode", choices=["chrome", "skew", "otf2", "otf2-skew", "tau", "summary", "job"],
+                        required=True)
     parser.add_argument("--lsan-suppressions")
     parser.add_argument("--tau-check")
+    parser.add_argument("--chromium")
     parser.add_argument("--otf2-print")
     parser.add_argument("--otf2-check")
     parser.add_argument("--otf2-python")
@@ -302,6 +467,10 @@ def main():
     os.makedirs(traces)
     if options.mode == "summary":
         check_summary(options)
+        print("ok")
+        return
+    if options.mode == "job":
+        check_job(options)
         print("ok")
         return
     if options.mode == "tau":

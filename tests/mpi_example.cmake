@@ -176,6 +176,28 @@ elseif(MODE STREQUAL "exit_without_finalize")
   if(NOT count EQUAL 2)
     message(FATAL_ERROR "expected one message per rank about the incomplete archive, got ${count}")
   endif()
+elseif(MODE STREQUAL "rank_departs")
+  # 3 ranks with the summary; rank 2 returns without MPI_Finalize while ranks
+  # 0 and 1 wait in it. They must end (mpirun may report the missing
+  # MPI_Finalize with a failure status of its own) and say why there is no job
+  # summary; rank 2 says it left.
+  execute_process(COMMAND ${CMAKE_COMMAND} -E env ${mpi_environment} FERRET_BACKEND=summary
+                          ${MPIEXEC} ${MPIEXEC_NUMPROC_FLAG} 3 ${PROGRAM}
+                  WORKING_DIRECTORY ${WORK} RESULT_VARIABLE status OUTPUT_VARIABLE out
+                  ERROR_VARIABLE err TIMEOUT 60)
+  message(STATUS "mpirun (${status}): ${out}${err}")
+  if(status MATCHES "timeout|Process terminated")
+    message(FATAL_ERROR "the ranks in MPI_Finalize hung: ${status}")
+  endif()
+  if(NOT err MATCHES "ferret: rank 2 ended without MPI_Finalize: the other ranks write their own outputs")
+    message(FATAL_ERROR "rank 2 did not say that it left without MPI_Finalize")
+  endif()
+  string(REGEX MATCHALL "ferret: rank 2 ended without MPI_Finalize: this rank writes its own outputs"
+         lines "${err}")
+  list(LENGTH lines count)
+  if(NOT count EQUAL 2 OR err MATCHES "ferret job summary")
+    message(FATAL_ERROR "expected ranks 0 and 1 to write their own summaries, no job summary (${count})")
+  endif()
 else()
-  message(FATAL_ERROR "MODE must be chrome, otf2, otf2_without_init or exit_without_finalize")
+  message(FATAL_ERROR "MODE must be chrome, otf2, otf2_without_init, exit_without_finalize or rank_departs")
 endif()

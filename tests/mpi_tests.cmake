@@ -38,6 +38,18 @@ if(FERRET_HAVE_OTF2)
   set_tests_properties(mpi_exit_without_finalize PROPERTIES LABELS "process;mpi")
 endif()
 
+# A rank that returns without MPI_Finalize while the others wait in it: they
+# learn it (the rank says so at exit) and write their own summaries.
+add_executable(mpi_rank_departs support/mpi_rank_departs.cpp)
+target_compile_definitions(mpi_rank_departs PRIVATE OMPI_SKIP_MPICXX=1 MPICH_SKIP_MPICXX=1)
+target_link_libraries(mpi_rank_departs PRIVATE ferret::mpi MPI::MPI_C ferret_warnings)
+add_test(NAME mpi_rank_departs
+         COMMAND ${CMAKE_COMMAND} ${mpi_test_arguments} -DMODE=rank_departs
+                 -DPROGRAM=$<TARGET_FILE:mpi_rank_departs>
+                 -DWORK=${CMAKE_CURRENT_BINARY_DIR}/mpi_rank_departs
+                 -P ${CMAKE_CURRENT_SOURCE_DIR}/mpi_example.cmake)
+set_tests_properties(mpi_rank_departs PROPERTIES LABELS "process;mpi")
+
 # MPI communication on 4 ranks (ring, halo, shift, collectives, sub-communicators):
 # every message in the merged Chrome trace (ferret-merge) as a flow from its
 # send to its receive, no receive before its send, also with skewed clocks.
@@ -103,3 +115,26 @@ add_test(NAME mpi_communication_tau
                  ${mpi_communication_sanitizer_arguments}
                  --work ${CMAKE_CURRENT_BINARY_DIR}/mpi_communication_tau)
 set_tests_properties(mpi_communication_tau PROPERTIES LABELS "process;mpi")
+# A job of 16 ranks on the CI machine's 2 cores (oversubscribed): rank 0's job
+# summary against the per-rank numbers of the one TAU directory of all ranks,
+# and rank 0's report's rank view (drawn by Chromium where there is one).
+find_program(FERRET_CHROMIUM NAMES chromium chromium-browser google-chrome)
+set(mpi_job_chromium)
+if(FERRET_CHROMIUM)
+  set(mpi_job_chromium --chromium ${FERRET_CHROMIUM})
+endif()
+add_test(NAME mpi_job_summary_16_ranks
+         COMMAND ${FERRET_TEST_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/mpi_communication_test.py
+                 --mode job --app $<TARGET_FILE:mpi_communication_app> --mpiexec ${MPIEXEC_EXECUTABLE}
+                 --merge ${PROJECT_SOURCE_DIR}/tools/ferret-merge
+                 --trace-check $<TARGET_FILE:ferret-trace-check> --tau-check $<TARGET_FILE:ferret-tau-check>
+                 ${mpi_job_chromium} ${mpi_communication_sanitizer_arguments}
+                 --work ${CMAKE_CURRENT_BINARY_DIR}/mpi_job_summary_16_ranks)
+set_tests_properties(mpi_job_summary_16_ranks PROPERTIES LABELS "process;mpi" PROCESSORS 2)
+
+# ferret-merge streams the ranks' traces: bounded memory on 8 MB of synthetic traces.
+add_test(NAME ferret_merge_memory
+         COMMAND ${FERRET_TEST_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/ferret_merge_memory_test.py
+                 --merge ${PROJECT_SOURCE_DIR}/tools/ferret-merge
+                 --work ${CMAKE_CURRENT_BINARY_DIR}/ferret_merge_memory)
+set_tests_properties(ferret_merge_memory PROPERTIES LABELS "mpi")

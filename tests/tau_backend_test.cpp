@@ -8,6 +8,7 @@
 #include "tau_thread_profile.hpp"
 #include "support/run_program.hpp"
 #include "support/backend_test_support.hpp"
+#include "ferret/runtime/runtime.hpp"
 
 #include <doctest/doctest.h>
 
@@ -649,8 +650,68 @@ TEST_CASE("the run metadata's mpi-rank numbers the files") {
   fixture run;
   run.user_metadata.emplace_back("mpi-rank", std::int64_t{3});
   run.feed(run.main_thread, {mark(0, run.names.add("x"))});
-  run.finish();
+  run.flush(true);
   CHECK(run.files() == std::set<std::string>{"profile.3.0.0"});
+  // Alone, rank 3's profile is no job the readers open (pprof wants profile.0.0.0).
+  CHECK(tc::check_directory(run.dir.path()).errors ==
+        std::vector<std::string>{"profile.N.*: nodes are not 0..0 (1 nodes, the highest 3) (J1)"});
+}
+
+// One rank of a job whose rank 0 writes into `root_directory`: its broadcasts
+// deliver what rank 0 would send.
+class job_rank final : public rt::process_group {
+ public:
+  job_rank(std::uint32_t rank, std::uint32_t size, std::string root_directory)
+      : rank_(rank), size_(size), root_directory_(std::move(root_directory)) {}
+  std::string_view paradigm() const noexcept override { return "mpi"; }
+  std::uint32_t rank() const noexcept override { return rank_; }
+  std::uint32_t size() const noexcept override { return size_; }
+  bool collectives_available() const noexcept override { return true; }
+  bool barrier() override { return true; }
+  bool broadcast(void* data, std::size_t bytes, std::uint32_t) override {
+    if (rank_ == 0) return true;
+    const std::uint64_t length = root_directory_.size();
+    if (broadcasts_++ == 0 && bytes == sizeof length)
+      std::memcpy(data, &length, sizeof length);
+    else if (bytes == root_directory_.size())
+      std::memcpy(data, root_directory_.data(), bytes);
+    else
+      return false;
+    return true;
+  }
+  bool gather(const void*, std::size_t, void*, std::uint32_t) override { return false; }
+  bool gatherv(const void*, std::size_t, void*, const std::size_t*, std::uint32_t) override { return false; }
+  bool scatter(const void*, void*, std::size_t, std::uint32_t) override { return false; }
+  bool scatterv(const void*, const std::size_t*, void*, std::size_t, std::uint32_t) override { return false; }
+
+ private:
+  std::uint32_t rank_, size_;
+  std::string root_directory_;
+  int broadcasts_ = 0;
+};
+
+TEST_CASE("the ranks of a job write into rank 0's directory, as TAU does") {
+  fixture root, other;
+  job_rank rank_0{0, 2, root.dir.path()}, rank_1{1, 2, root.dir.path()};
+  const std::string own = other.dir.path() + "/rank-1";
+  std::string error;
+  other.backend = ferret::tau::make_backend_in(other.session, own, {}, error);
+  REQUIRE(other.backend != nullptr);
+  CHECK(fs::is_directory(own));
+  // A rerun with fewer ranks: rank 2's and 3's files of the earlier run go.
+  for (const char* stale : {"profile.2.0.0", "profile.3.0.0", "profile.3.0.1"})
+    std::ofstream{root.dir.path() + "/" + stale} << "stale\n";
+  root.backend->join_process_group(rank_0);
+  other.backend->join_process_group(rank_1);
+  CHECK_FALSE(fs::exists(own));  // made empty at start, gone again
+  root.user_metadata = {{"mpi-rank", std::int64_t{0}}, {"mpi-size", std::int64_t{2}}};
+  other.user_metadata = {{"mpi-rank", std::int64_t{1}}, {"mpi-size", std::int64_t{2}}};
+  root.feed(root.main_thread, {mark(0, root.names.add("x"))});
+  other.feed(other.main_thread, {mark(0, other.names.add("x"))});
+  other.flush(true);
+  const tc::report job = root.finish();
+  CHECK(root.files() == std::set<std::string>{"profile.0.0.0", "profile.1.0.0"});
+  CHECK(job.profiles.size() == 2);
 }
 
 TEST_CASE("profiles left by an earlier run with more threads are removed") {

@@ -413,3 +413,49 @@ TEST_CASE("directories: file names, thread numbers, MULTI__ agreement") {
     CHECK(has_error(tc::check_directory(dir.path().string()), "(D2)"));
   }
 }
+
+TEST_CASE("jobs: the ranks of an MPI run in one directory, as pprof, ParaProf and hatchet need") {
+  const auto rank_profile = [](std::string_view rank, std::string_view size) {
+    return replaced(valid_profile(), "</metadata>",
+                    "<attribute><name>mpi-rank</name><value>" + std::string{rank} +
+                        "</value></attribute><attribute><name>mpi-size</name><value>" +
+                        std::string{size} + "</value></attribute></metadata>");
+  };
+  SUBCASE("nodes 0..N-1 with their ranks pass") {
+    temp_dir dir;
+    for (int rank = 0; rank < 3; ++rank) dir.write("profile." + std::to_string(rank) + ".0.0", rank_profile(std::to_string(rank), "3"));
+    dir.write("profile.1.0.1", rank_profile("1", "3"));
+    const tc::report r = tc::check_directory(dir.path().string());
+    INFO(all_errors(r));
+    CHECK(r.ok());
+  }
+  SUBCASE("only rank 1's profile, as each rank's own directory held before: pprof finds no node 0") {
+    temp_dir dir;
+    dir.write("profile.1.0.0", rank_profile("1", "2"));
+    CHECK(has_error(tc::check_directory(dir.path().string()), "nodes are not 0..0"));
+  }
+  SUBCASE("a missing rank") {
+    temp_dir dir;
+    dir.write("profile.0.0.0", rank_profile("0", "3"));
+    dir.write("profile.2.0.0", rank_profile("2", "3"));
+    CHECK(has_error(tc::check_directory(dir.path().string()), "(J1)"));
+  }
+  SUBCASE("a rank of another run (mpi-size), a rank in the wrong file, or no context 0") {
+    temp_dir dir;
+    dir.write("profile.0.0.0", rank_profile("0", "2"));
+    dir.write("profile.1.0.0", rank_profile("1", "4"));
+    CHECK(has_error(tc::check_directory(dir.path().string()), "in a job of 2 nodes (J2)"));
+    dir.write("profile.1.0.0", rank_profile("0", "2"));
+    CHECK(has_error(tc::check_directory(dir.path().string()), "mpi-rank '0'"));
+    temp_dir contexts;
+    contexts.write("profile.0.0.0", valid_profile());
+    contexts.write("profile.1.1.0", valid_profile());
+    CHECK(has_error(tc::check_directory(contexts.path().string()), "no context 0 (J1)"));
+  }
+  SUBCASE("call-path settings that differ between ranks") {
+    temp_dir dir;
+    dir.write("profile.0.0.0", rank_profile("0", "2"));
+    dir.write("profile.1.0.0", replaced(rank_profile("1", "2"), "<value>32<", "<value>16<"));
+    CHECK(has_error(tc::check_directory(dir.path().string()), "(J2)"));
+  }
+}

@@ -250,7 +250,7 @@ def check_hostile_names(dom, page_text):
     check('data-pwned' not in body.attributes, 'no injected script ran')
     check(not dom.find_all('img'), 'no name became an <img> element')
     scripts = dom.find_all('script')
-    check(len(scripts) == 2, f'only the page\'s two script elements ({len(scripts)})')
+    check(len(scripts) == 3, f'only the page\'s three script elements ({len(scripts)})')
     names = [row[0] for row in table_rows(by_id(dom, 'objects-table'))]
     for expected in ('<img src=x onerror="document.body.dataset.pwned=\'img\'">',
                      "</script><script>document.body.dataset.pwned='script'</script>",

@@ -76,6 +76,13 @@
 //   D3  every MULTI__ directory has the same files, and each file the same function names in
 //       the same order with the same calls and subrs, and the same user events (hatchet
 //       reads the metrics' files line by line together)
+// Job (several nodes: the ranks of an MPI run in one directory, as TAU writes them)
+//   J1  the nodes are 0..N-1, each with context 0: pprof opens profile.0.0.0 first ("Could not
+//       open profile.0.0.0" without it), hatchet's tree needs node 0 (KeyError: 0), ParaProf
+//       shows a gap as a missing rank
+//   J2  the metadata agree: with "mpi-size" in any node's thread 0, every node's thread 0 has
+//       mpi-size = N and mpi-rank = its node number; TAU_CALLPATH and TAU_CALLPATH_DEPTH are the
+//       same in every file (ParaProf reads the call-path setting once for the trial)
 #include "tau_check.hpp"
 
 #include <fmt/format.h>
@@ -1035,6 +1042,47 @@ void compare_metrics(report& r, const std::string& file, const profile& a, const
     add_error(r, fmt::format("{}: functions or user events differ from {} (D3)", file, other));
 }
 
+// J1, J2 over the files of one metric (`prefix`: "" or "MULTI__<m>/").
+void check_job(report& r, const std::map<std::string, profile>& profiles, const std::string& prefix) {
+  std::map<std::uint64_t, std::set<std::uint64_t>> contexts;  // node -> contexts
+  std::map<std::uint64_t, const profile*> first_threads;       // node -> profile.N.0.0
+  std::optional<std::pair<std::string, std::string>> callpath;
+  std::string callpath_file;
+  for (const auto& [file, p] : profiles) {
+    if (file.rfind(prefix, 0) != 0 || file.find('/', prefix.size()) != std::string::npos) continue;
+    const auto id = profile_file_name(file.substr(prefix.size()));
+    if (!id) continue;
+    contexts[id->node].insert(id->context);
+    if (id->context == 0 && id->thread == 0) first_threads[id->node] = &p;
+    const std::pair<std::string, std::string> setting{p.attribute("TAU_CALLPATH"),
+                                                      p.attribute("TAU_CALLPATH_DEPTH")};
+    if (!callpath) {
+      callpath = setting;
+      callpath_file = file;
+    } else if (setting != *callpath) {
+      add_error(r, fmt::format("{}: TAU_CALLPATH '{}', TAU_CALLPATH_DEPTH '{}' differ from {}'s (J2)", file,
+                               setting.first, setting.second, callpath_file));
+    }
+  }
+  if (contexts.empty()) return;
+  const std::uint64_t nodes = contexts.size();
+  if (contexts.rbegin()->first + 1 != nodes)
+    add_error(r, fmt::format("{}profile.N.*: nodes are not 0..{} ({} nodes, the highest {}) (J1)", prefix,
+                             nodes - 1, nodes, contexts.rbegin()->first));
+  for (const auto& [node, node_contexts] : contexts)
+    if (node_contexts.count(0) == 0)
+      add_error(r, fmt::format("{}profile.{}.0.*: missing: node {} has no context 0 (J1)", prefix, node, node));
+  const bool mpi = std::any_of(first_threads.begin(), first_threads.end(),
+                               [](const auto& entry) { return !entry.second->attribute("mpi-size").empty(); });
+  if (!mpi) return;
+  for (const auto& [node, p] : first_threads) {
+    const std::string size = p->attribute("mpi-size"), rank = p->attribute("mpi-rank");
+    if (size != fmt::format("{}", nodes) || rank != fmt::format("{}", node))
+      add_error(r, fmt::format("{}profile.{}.0.0: mpi-rank '{}', mpi-size '{}' in a job of {} nodes (J2)", prefix,
+                               node, rank, size, nodes));
+  }
+}
+
 }  // namespace
 
 const function_line* profile::function(std::string_view name) const {
@@ -1100,6 +1148,7 @@ report check_directory(const std::string& directory) {
     for (const auto& [file, p] : r.profiles) metrics.insert(p.metric);
     r.metrics.assign(metrics.begin(), metrics.end());
     if (metrics.size() > 1) add_error(r, "profile files of several metrics outside MULTI__ directories (D2)");
+    check_job(r, r.profiles, "");
     return r;
   }
   std::vector<std::string> first_files;
@@ -1122,6 +1171,7 @@ report check_directory(const std::string& directory) {
     }
     r.profiles.merge(found);
   }
+  for (const std::string& name : multi) check_job(r, r.profiles, name + "/");
   return r;
 }
 

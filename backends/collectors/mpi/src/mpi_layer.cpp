@@ -19,6 +19,8 @@
 #include <ferret/runtime/text.hpp>
 #include <mpi.h>
 
+#include <algorithm>
+#include <chrono>
 #include <climits>
 #include <cstddef>
 #include <cstdint>
@@ -49,8 +51,13 @@ class mpi_process_group final : public runtime::process_group {
   std::uint32_t size() const noexcept override { return size_; }
 
   bool collectives_available() const noexcept override {
-    return collective_thread_ == std::this_thread::get_id();
+    return !broken_ && collective_thread_ == std::this_thread::get_id();
   }
+
+  /// A rank ended without MPI_Finalize: no collective of this group can
+  /// complete any more, so none is started.
+  void set_broken() noexcept { broken_ = true; }
+  bool broken() const noexcept { return broken_; }
 
   /// Opens (or closes, with `open` false) the window in which every rank calls
   /// the same collectives: inside MPI_Init and MPI_Finalize, on their thread.
@@ -135,6 +142,7 @@ class mpi_process_group final : public runtime::process_group {
   std::uint32_t rank_ = 0;
   std::uint32_t size_ = 1;
   std::thread::id collective_thread_;
+  bool broken_ = false;
 };
 
 // Created when MPI_Init returns, never freed (backends may hold it to the end).
@@ -233,12 +241,116 @@ void publish_job_identity(MPI_Comm communicator) {
   clock_gettime(CLOCK_REALTIME, &now);
   const std::string text = std::string{host} + "/" + std::to_string(getpid()) + "/" +
                            std::to_string(now.tv_sec) + "." + std::to_string(now.tv_nsec);
-  std::uint64_t identity = 14695981039346656037ULL;
-  for (const char c : text) identity = (identity ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
+  std::uint64_t identity = runtime::fnv1a_64(text);
   PMPI_Bcast(&identity, 1, MPI_UINT64_T, 0, communicator);
   char hex[17] = {};
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(identity));
   ferret::set_metadata("mpi-job", std::string_view{hex});
+}
+
+// A rank that ends without MPI_Finalize tells every other rank (at exit), so
+// that the ranks waiting in MPI_Finalize for it do not wait for ever: each
+// keeps a receive for that notice posted from MPI_Init on. The ranks that got
+// the notice answer once their outputs are written, and the leaving rank
+// waits for the answers (up to departure_wait), since a launcher may end the
+// whole job as soon as it sees a rank end without MPI_Finalize.
+constexpr int departure_tag = 0x6665, written_tag = 0x6666;  // on ferret's own communicator only
+constexpr std::chrono::seconds departure_wait{10};
+int g_departed_rank = -1;  // the notice's buffer
+MPI_Request g_departure = MPI_REQUEST_NULL;
+bool g_in_finalize = false;
+
+// Waits for `requests` until `deadline`; false when they did not all complete.
+bool wait_until(std::vector<MPI_Request>& requests, std::chrono::steady_clock::time_point deadline) {
+  int done = 0;
+  while (!requests.empty() && std::chrono::steady_clock::now() < deadline) {
+    if (PMPI_Testall(static_cast<int>(requests.size()), requests.data(), &done, MPI_STATUSES_IGNORE) !=
+        MPI_SUCCESS)
+      return false;
+    if (done != 0) return true;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  return requests.empty();
+}
+
+void announce_departure() {
+  if (g_group == nullptr || g_in_finalize) return;
+  int finalized = 0;
+  if (PMPI_Finalized(&finalized) != MPI_SUCCESS || finalized != 0) return;
+  static int rank = static_cast<int>(g_group->rank());
+  const int size = static_cast<int>(g_group->size());
+  static std::vector<int> answers;
+  answers.assign(static_cast<std::size_t>(size), 0);
+  std::vector<MPI_Request> notices, written(static_cast<std::size_t>(size), MPI_REQUEST_NULL);
+  for (int peer = 0; peer < size; ++peer) {
+    if (peer == rank) continue;
+    MPI_Request request = MPI_REQUEST_NULL;
+    if (PMPI_Isend(&rank, 1, MPI_INT, peer, departure_tag, g_group->communicator(), &request) == MPI_SUCCESS)
+      notices.push_back(request);
+    PMPI_Irecv(&answers[static_cast<std::size_t>(peer)], 1, MPI_INT, peer, written_tag, g_group->communicator(),
+               &written[static_cast<std::size_t>(peer)]);
+  }
+  runtime::print_message("rank " + std::to_string(rank) +
+                         " ended without MPI_Finalize: the other ranks write their own outputs, "
+                         "no job summary");
+  // Until every peer answered or left too. A peer that is gone already, or
+  // never reaches MPI_Finalize, must not keep this process from ending.
+  const auto deadline = std::chrono::steady_clock::now() + departure_wait;
+  if (!wait_until(notices, deadline)) return;
+  std::vector<bool> settled(static_cast<std::size_t>(size), false);
+  settled[static_cast<std::size_t>(rank)] = true;
+  while (std::chrono::steady_clock::now() < deadline) {
+    int left = 0;
+    while (PMPI_Test(&g_departure, &left, MPI_STATUS_IGNORE) == MPI_SUCCESS && left != 0) {
+      if (g_departed_rank >= 0 && g_departed_rank < size) settled[static_cast<std::size_t>(g_departed_rank)] = true;
+      PMPI_Irecv(&g_departed_rank, 1, MPI_INT, MPI_ANY_SOURCE, departure_tag, g_group->communicator(), &g_departure);
+    }
+    for (int peer = 0; peer < size; ++peer) {
+      int answered = 0;
+      if (!settled[static_cast<std::size_t>(peer)] &&
+          PMPI_Test(&written[static_cast<std::size_t>(peer)], &answered, MPI_STATUS_IGNORE) == MPI_SUCCESS &&
+          answered != 0)
+        settled[static_cast<std::size_t>(peer)] = true;
+    }
+    if (std::all_of(settled.begin(), settled.end(), [](bool done) { return done; })) return;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+}
+
+// After a rank's notice: this rank's outputs are written.
+void answer_departure() {
+  static int written = 1;
+  MPI_Request request = MPI_REQUEST_NULL;
+  if (PMPI_Isend(&written, 1, MPI_INT, g_departed_rank, written_tag, g_group->communicator(), &request) !=
+      MPI_SUCCESS)
+    return;
+  std::vector<MPI_Request> answer{request};
+  wait_until(answer, std::chrono::steady_clock::now() + std::chrono::seconds(1));
+}
+
+// In MPI_Finalize, before ferret's first collective there: true when every
+// rank reached MPI_Finalize, false (and one line) when a rank said it ended
+// without it. Waits for the slowest rank however long it takes, as
+// MPI_Finalize itself does.
+bool all_ranks_in_finalize(MPI_Comm communicator) {
+  MPI_Request arrival = MPI_REQUEST_NULL;
+  if (PMPI_Ibarrier(communicator, &arrival) != MPI_SUCCESS) return false;
+  for (auto pause = std::chrono::microseconds(10);; pause = std::min(pause * 2, std::chrono::microseconds(1000))) {
+    int arrived = 0, departed = 0;
+    if (PMPI_Test(&arrival, &arrived, MPI_STATUS_IGNORE) != MPI_SUCCESS) return false;
+    if (arrived != 0) {
+      PMPI_Cancel(&g_departure);
+      PMPI_Wait(&g_departure, MPI_STATUS_IGNORE);
+      return true;
+    }
+    if (PMPI_Test(&g_departure, &departed, MPI_STATUS_IGNORE) != MPI_SUCCESS) return false;
+    if (departed != 0) {
+      runtime::print_message("rank " + std::to_string(g_departed_rank) +
+                             " ended without MPI_Finalize: this rank writes its own outputs, no job summary");
+      return false;
+    }
+    std::this_thread::sleep_for(pause);
+  }
 }
 
 // What this rank records with: 0 without a session, else a hash of
@@ -272,6 +384,8 @@ int after_init(int result) {
     PMPI_Comm_free(&communicator);
     return result;
   }
+  // ferret's calls report failures (a peer gone at exit) rather than abort.
+  PMPI_Comm_set_errhandler(communicator, MPI_ERRORS_RETURN);
   g_group = new mpi_process_group(communicator);
   g_group->set_collectives_available(true);
   runtime::join_process_group(*g_group);
@@ -279,6 +393,8 @@ int after_init(int result) {
   publish_clock_offset(communicator, rank, size, "init");
   publish_job_identity(communicator);
   g_group->set_collectives_available(false);
+  PMPI_Irecv(&g_departed_rank, 1, MPI_INT, MPI_ANY_SOURCE, departure_tag, communicator, &g_departure);
+  std::atexit(announce_departure);
   // Only in a group: naming a new communicator is a collective of its members.
   start_communication_recording(g_group->rank());
   return result;
@@ -304,14 +420,20 @@ FERRET_EXPORT int MPI_Init_thread(int* argc, char*** argv, int required, int* pr
 FERRET_EXPORT int MPI_Finalize(void) {
   using ferret::mpi::g_group;
   if (g_group != nullptr) {
+    ferret::mpi::g_in_finalize = true;
     ferret::mpi::stop_communication_recording();
+    if (!ferret::mpi::all_ranks_in_finalize(g_group->communicator())) g_group->set_broken();
     g_group->set_collectives_available(true);
-    ferret::mpi::publish_clock_offset(g_group->communicator(), static_cast<int>(g_group->rank()),
-                                      static_cast<int>(g_group->size()), "finalize");
+    if (!g_group->broken())
+      ferret::mpi::publish_clock_offset(g_group->communicator(), static_cast<int>(g_group->rank()),
+                                        static_cast<int>(g_group->size()), "finalize");
     ferret::runtime::end_session();
     g_group->set_collectives_available(false);
     MPI_Comm communicator = g_group->communicator();
-    PMPI_Comm_free(&communicator);
+    if (g_group->broken())
+      ferret::mpi::answer_departure();
+    else
+      PMPI_Comm_free(&communicator);  // collective
   } else {
     ferret::runtime::end_session();  // events after MPI_Finalize are not recorded either way
   }

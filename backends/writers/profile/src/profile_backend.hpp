@@ -7,10 +7,16 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "ferret/runtime/backend.hpp"
 #include "ferret/runtime/runtime.hpp"
+#include "job_profile.hpp"
 #include "profile_model.hpp"
 
 namespace ferret::profile {
@@ -43,39 +49,87 @@ class profile_backend : public runtime::backend {
   void flush(const runtime::session_status& status) final {
     if (done_ || !status.final) return;
     done_ = true;
-    gather_message_rows();
     timespec now{};
     clock_gettime(CLOCK_MONOTONIC_RAW, &now);
     const std::int64_t now_ns = std::int64_t{now.tv_sec} * 1'000'000'000 + now.tv_nsec;
     model_.finish(status, now_ns - model_.session().start_monotonic_raw_ns);
-    write(model_);
+    const std::optional<job_profile> job = reduce_job();
+    write(model_, job ? &*job : nullptr);
   }
   // A fork() child: the parent writes; the child stays silent.
   void abandon() noexcept final { done_ = true; }
 
  protected:
-  /// Writes the finished model (called once).
-  virtual void write(const profile_model& model) = 0;
+  /// Writes the finished model (called once); `job` on rank 0 of an MPI job
+  /// whose ranks all reached MPI_Finalize, else nullptr.
+  virtual void write(const profile_model& model, const job_profile* job) = 0;
+  /// True when rank 0 should get the busiest rank's calling-context tree
+  /// (the same on every rank: all ranks record with the same backends).
+  virtual bool wants_busiest_tree() const noexcept { return false; }
+  /// The most nodes of that tree sent.
+  static constexpr std::size_t busiest_tree_nodes = 10'000;
+  /// True on the other ranks of such a job: their part is in rank 0's job profile.
+  bool reduced_into_rank_0() const noexcept { return reduced_elsewhere_; }
 
  private:
-  // Rank 0 gets every rank's row of the message matrix (inside MPI_Finalize,
-  // where all ranks flush together); elsewhere each rank keeps its own.
-  void gather_message_rows() {
-    if (group_ == nullptr || !group_->collectives_available()) return;
-    const std::uint32_t size = group_->size();
-    std::vector<volume> row(size);
-    for (const auto& [ends, messages] : model_.messages())
-      if (ends.first == group_->rank() && ends.second < size) row[ends.second] = messages;
-    std::vector<volume> all(group_->rank() == 0 ? std::size_t{size} * size : 0);
-    if (!group_->gather(row.data(), row.size() * sizeof(volume), all.data(), 0) || all.empty()) return;
-    for (std::uint32_t from = 0; from < size; ++from)
-      model_.add_message_row(from, std::vector<volume>(all.begin() + std::ptrdiff_t{from} * size,
-                                                       all.begin() + std::ptrdiff_t{from + 1} * size));
+  // The calling-context tree of the rank rank 0 names (`busiest` is read at
+  // rank 0), gathered at rank 0: one broadcast and two gathers, all ranks.
+  std::string busiest_tree(std::uint32_t busiest) {
+    if (!group_->broadcast(&busiest, sizeof busiest, 0)) return {};
+    const bool mine = busiest == group_->rank();
+    const std::string tree = mine ? serialize_tree(model_, busiest_tree_nodes) : std::string{};
+    const std::uint64_t tree_bytes = tree.size();
+    std::vector<std::uint64_t> sizes(group_->rank() == 0 ? group_->size() : 0);
+    if (!group_->gather(&tree_bytes, sizeof tree_bytes, sizes.data(), 0)) return {};
+    const std::vector<std::size_t> counts(sizes.begin(), sizes.end());
+    std::string received(busiest < sizes.size() ? sizes[busiest] : 0, '\0');
+    if (!group_->gatherv(tree.data(), tree.size(), received.data(), counts.data(), 0)) return {};
+    return received;
+  }
+
+  // Inside MPI_Finalize, where all ranks flush together: rank 0 gathers every
+  // rank's part (job_profile.hpp) and gets the job profile; the message rows
+  // go into its model too (the summary's and report's rank x rank matrix).
+  // Without a group, or when the ranks cannot meet (an exit without
+  // MPI_Finalize), each rank keeps its own profile.
+  std::optional<job_profile> reduce_job() {
+    if (group_ == nullptr || !group_->collectives_available()) return std::nullopt;
+    const std::int64_t started_ns = runtime::monotonic_raw_ns();
+    const std::uint32_t size = group_->size(), rank = group_->rank();
+    const std::string part = serialize_rank(model_);
+    const std::uint64_t part_bytes = part.size();
+    std::vector<std::uint64_t> sizes(rank == 0 ? size : 0);
+    if (!group_->gather(&part_bytes, sizeof part_bytes, sizes.data(), 0)) return std::nullopt;
+    std::vector<std::size_t> counts(sizes.begin(), sizes.end());
+    std::size_t total = 0;
+    for (const std::size_t count : counts) total += count;
+    std::string parts(total, '\0');
+    const std::size_t parts_bytes = total;
+    if (!group_->gatherv(part.data(), part.size(), parts.data(), counts.data(), 0)) return std::nullopt;
+    if (rank != 0) {
+      reduced_elsewhere_ = true;
+      if (wants_busiest_tree()) busiest_tree(0);
+      return std::nullopt;
+    }
+    job_profile job{size};
+    std::size_t offset = 0;
+    for (std::uint32_t from = 0; from < size; ++from) {
+      if (!job.add_rank(from, std::string_view{parts}.substr(offset, counts[from])))
+        runtime::print_message(fmt::format("the job summary leaves out rank {}: its part did not parse", from));
+      offset += counts[from];
+    }
+    parts = std::string{};
+    for (const auto& [ends, messages] : job.messages()) model_.add_message(ends.first, ends.second, messages);
+    if (wants_busiest_tree() && !job.set_busiest_tree(busiest_tree(job.busiest_rank())))
+      runtime::print_message("the job report leaves out the busiest rank's tree: it did not arrive");
+    job.set_reduction(parts_bytes, runtime::monotonic_raw_ns() - started_ns);
+    return job;
   }
 
   profile_model model_;
   runtime::process_group* group_ = nullptr;
   bool done_ = false;
+  bool reduced_elsewhere_ = false;
 };
 
 }  // namespace ferret::profile

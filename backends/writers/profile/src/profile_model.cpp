@@ -435,9 +435,8 @@ void profile_model::set_process(std::uint32_t rank, std::uint32_t size) noexcept
   size_ = size;
 }
 
-void profile_model::add_message_row(std::uint32_t from, const std::vector<volume>& row) {
-  for (std::uint32_t to = 0; to < row.size(); ++to)
-    if (row[to].operations != 0) messages_[{from, to}] = row[to];
+void profile_model::add_message(std::uint32_t from, std::uint32_t to, const volume& messages) {
+  if (messages.operations != 0) messages_[{from, to}] = messages;
 }
 
 void profile_model::add_activities(const gpu_activity* activities, std::size_t count) {

@@ -275,8 +275,8 @@ class profile_model {
   void add_communication(const runtime::communication_event* events, std::size_t count);
   /// The run's rank and size, when a process group joined.
   void set_process(std::uint32_t rank, std::uint32_t size) noexcept;
-  /// Adds another rank's row of the message matrix (gathered at the end).
-  void add_message_row(std::uint32_t from, const std::vector<volume>& row);
+  /// Adds a cell of another rank's row of the message matrix (gathered at the end).
+  void add_message(std::uint32_t from, std::uint32_t to, const volume& messages);
   /// At the final flush: closes regions still open at the latest time seen,
   /// and notes the losses and counts of the session's last status.
   void finish(const runtime::session_status& status, std::int64_t end_ns);

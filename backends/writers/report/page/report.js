@@ -12,6 +12,8 @@
   });
   const data = JSON.parse(document.getElementById('ferret-data').textContent);
   const run = data.run;
+  // Rank 0 of an MPI job: the job's ranks (job_data.cpp); null otherwise.
+  const job = JSON.parse(document.getElementById('ferret-job').textContent);
 
   // --- numbers, written as number_format.cpp writes them -----------------------
   // Exact integer rounding, ties to even, so that the digits match the summary's.
@@ -164,6 +166,7 @@
     {id: 'devices', title: 'Devices', draw: drawDevices},
     {id: 'run', title: 'Run', draw: drawRun},
   ];
+  if (job) views.push({id: 'ranks', title: 'Ranks', draw: drawRanks});
   const tabs = document.getElementById('tabs');
   // A location's hash names a view and, after a '/', an item in it: #objects/2.
   function follow(hash) {
@@ -835,6 +838,117 @@
     };
     metadata('Program metadata', data.metadata.user, 'run-user-metadata');
     metadata('Runtime metadata', data.metadata.runtime, 'run-runtime-metadata');
+  }
+
+  // --- the rank view (rank 0 of an MPI job): how the ranks differ ---------------------
+  // Columns of the heat map at most: more ranks share a column, which shows their largest.
+  const widestHeatMap = 512;
+  function drawRanks(root) {
+    root.append(el('h2', {}, `Ranks: ${job.size} MPI ranks`));
+    root.append(el('p', {class: 'note'}, 'Time per rank; imbalance = (max − mean) / max. ' +
+                   `The busiest rank (most time in regions outside MPI calls) is rank ${job.busiest_rank}.`));
+    for (const [title, rows, leftOut, id] of [['Regions', job.regions, job.regions_left_out, 'ranks-regions'],
+                                              ['MPI calls', job.mpi_calls, job.mpi_calls_left_out, 'ranks-mpi']]) {
+      if (rows.length === 0) continue;
+      root.append(el('h3', {}, title + ': inclusive time per rank'), rankHeatMap(rows, id + '-heat'));
+      const columns = [
+        {title: 'ranks', align: 'r', cell: (r) => format.count(r.ranks), value: (r) => r.ranks},
+        {title: 'calls', align: 'r', cell: (r) => format.count(r.calls), value: (r) => r.calls},
+        {title: 'min ms', align: 'r', cell: (r) => format.ms(r.min), value: (r) => r.min},
+        {title: 'mean ms', align: 'r', cell: (r) => format.ms(Math.round(r.mean)), value: (r) => r.mean},
+        {title: 'max ms', align: 'r', cell: (r) => format.ms(r.max), value: (r) => r.max},
+        {title: 'max rank', align: 'r', cell: (r) => String(r.max_rank), value: (r) => r.max_rank},
+        {title: 'imbalance', align: 'r', cell: (r) => (100 * r.imbalance).toFixed(1) + '%', value: (r) => r.imbalance},
+      ];
+      if (rows[0].bytes_sent !== undefined)
+        columns.push({title: 'bytes sent', align: 'r', cell: (r) => format.bytes(r.bytes_sent), value: (r) => r.bytes_sent},
+                     {title: 'bytes received', align: 'r', cell: (r) => format.bytes(r.bytes_received),
+                      value: (r) => r.bytes_received});
+      columns.push({title: 'name', name: true, cell: (r) => r.name, value: (r) => r.name});
+      root.append(sortableTable(columns, rows, {id, sortBy: 4}));
+      if (leftOut > 0) root.append(el('p', {class: 'note'}, `${leftOut} more not shown.`));
+    }
+    root.append(el('h3', {}, `The busiest rank's calling contexts (rank ${job.busiest_rank})`), busiestTree());
+    root.append(el('h3', {}, 'Point-to-point bytes between ranks'), messageMatrix());
+  }
+  function rankHeatMap(rows, id) {
+    const columns = Math.min(job.size, widestHeatMap);
+    const cellWidth = Math.max(2, Math.floor(720 / columns)), cellHeight = 14, left = 200;
+    const picture = svg('svg', {id, width: left + columns * cellWidth, height: rows.length * cellHeight,
+                                role: 'img', 'aria-label': 'ranks by regions'});
+    rows.forEach((row, y) => {
+      const label = row.name.length > 30 ? row.name.slice(0, 29) + '…' : row.name;
+      picture.append(svg('text', {x: left - 6, y: y * cellHeight + cellHeight - 3, 'text-anchor': 'end',
+                                  'font-size': 11}, label));
+      const largest = Math.max(1, row.max);
+      for (let column = 0; column < columns; ++column) {
+        const first = Math.floor(column * job.size / columns), last = Math.floor((column + 1) * job.size / columns);
+        let value = 0, at = first;
+        for (let rank = first; rank < last; ++rank)
+          if (row.time_ns[rank] > value) { value = row.time_ns[rank]; at = rank; }
+        picture.append(svg('rect', {x: left + column * cellWidth, y: y * cellHeight, width: cellWidth,
+                                    height: cellHeight - 1, fill: `rgba(47, 111, 189, ${0.05 + 0.9 * value / largest})`},
+                           svg('title', {}, `${row.name}, rank ${at}: ${format.ms(value)} ms`)));
+      }
+    });
+    return el('div', {class: 'heat'}, picture,
+              el('p', {class: 'note'}, `Columns: ranks 0 to ${job.size - 1}` +
+                 `${columns < job.size ? ' (several per column, the largest shown)' : ''}; each row's ` +
+                 'darkest cell is its largest time.'));
+  }
+  function busiestTree() {
+    const tree = job.busiest_tree;
+    if (tree.length === 0) return el('p', {class: 'note'}, 'Not available.');
+    const depth = [0];
+    const rows = [];
+    for (let i = 1; i < tree.length; ++i) {
+      depth[i] = depth[tree[i].parent] + 1;
+      rows.push(i);
+    }
+    // Depth first, children in the order they were first seen.
+    const children = tree.map(() => []);
+    for (const i of rows) children[tree[i].parent].push(i);
+    const ordered = [];
+    const pending = children[0].slice().reverse();
+    while (pending.length > 0) {
+      const i = pending.pop();
+      ordered.push(i);
+      pending.push(...children[i].slice().reverse());
+    }
+    const table = el('table', {id: 'ranks-busiest-tree'}, el('thead', {}, el('tr', {},
+      el('th', {}, 'context'), el('th', {class: 'r'}, 'calls'), el('th', {class: 'r'}, 'inclusive ms'),
+      el('th', {class: 'r'}, 'exclusive ms'))));
+    table.append(el('tbody', {}, ordered.map((i) => el('tr', {},
+      el('td', {class: 'name', style: `padding-left: ${depth[i] - 1}em`},
+         tree[i].name + (tree[i].domain ? ` [${tree[i].domain}]` : '')),
+      el('td', {class: 'r'}, format.count(tree[i].calls)),
+      el('td', {class: 'r'}, format.ms(tree[i].inclusive_ns)),
+      el('td', {class: 'r'}, format.ms(tree[i].exclusive_ns))))));
+    return table;
+  }
+  function messageMatrix() {
+    if (job.messages.length === 0) return el('p', {class: 'note'}, 'No point-to-point messages.');
+    const largest = Math.max(...job.messages.map((cell) => cell[2]));
+    if (job.size > 64)
+      return sortableTable([
+        {title: 'from', align: 'r', cell: (c) => String(c[0]), value: (c) => c[0]},
+        {title: 'to', align: 'r', cell: (c) => String(c[1]), value: (c) => c[1]},
+        {title: 'messages', align: 'r', cell: (c) => format.count(c[3]), value: (c) => c[3]},
+        {title: 'bytes', align: 'r', cell: (c) => format.bytes(c[2]), value: (c) => c[2]},
+      ], job.messages, {id: 'ranks-messages', sortBy: 3});
+    const cells = new Map(job.messages.map((cell) => [cell[0] + ',' + cell[1], cell[2]]));
+    const ranks = [...Array(job.size).keys()];
+    const table = el('table', {id: 'ranks-messages'});
+    table.append(el('thead', {}, el('tr', {}, el('th', {}, 'from \\ to'),
+                                   ranks.map((rank) => el('th', {class: 'r'}, String(rank))))));
+    table.append(el('tbody', {}, ranks.map((from) => el('tr', {}, el('th', {scope: 'row'}, String(from)),
+      ranks.map((to) => {
+        const amount = cells.get(from + ',' + to) || 0;
+        const cell = el('td', {class: 'r'}, amount > 0 ? format.bytes(amount) : '');
+        if (amount > 0) cell.style.background = `rgba(47, 111, 189, ${0.12 + 0.75 * amount / largest})`;
+        return cell;
+      })))));
+    return table;
   }
 
   // --- start --------------------------------------------------------------------------

@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "ferret/runtime/runtime.hpp"
+#include "job_data.hpp"
 #include "profile_backend.hpp"
 #include "report_data.hpp"
 #include "report_page.hpp"
@@ -69,13 +70,15 @@ class report_backend final : public profile::profile_backend {
   }
 
  private:
-  void write(const profile::profile_model& model) override {
-    const std::string page = report_page(report_data(model));
+  void write(const profile::profile_model& model, const profile::job_profile* job) override {
+    const std::string page = report_page(report_data(model), job != nullptr ? job_data(*job) : "null");
     if (const std::string failure = write_file(path_, page); !failure.empty())
       runtime::print_message(fmt::format("cannot write the report to '{}': {}", path_, failure));
     else
       written_ = true;
   }
+
+  bool wants_busiest_tree() const noexcept override { return true; }
 
   std::string path_;
   bool written_ = false;

@@ -22,13 +22,14 @@ void put(std::string& page, std::string_view marker, std::string_view content) {
 
 }  // namespace
 
-std::string report_page(std::string_view data) {
+std::string report_page(std::string_view data, std::string_view job) {
   std::string page = report_html;
   // The script and data contain no "</script" (the build checks the script;
   // the data escapes every '<'), so nothing ends their elements early.
   put(page, "/*ferret:style*/", report_css);
   put(page, "/*ferret:script*/", report_js);
   put(page, "/*ferret:data*/", data);
+  put(page, "/*ferret:job*/", job);
   return page;
 }
 

@@ -8,7 +8,8 @@
 
 namespace ferret::report {
 
-/// The whole page for `data` (a JSON document from report_data()).
-std::string report_page(std::string_view data);
+/// The whole page for `data` (a JSON document from report_data()) and `job`
+/// (job_data() on rank 0 of an MPI job, else "null": no rank view).
+std::string report_page(std::string_view data, std::string_view job = "null");
 
 }  // namespace ferret::report

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "job_profile.hpp"
 #include "number_format.hpp"
 #include "profile_backend.hpp"
 #include "readable_text.hpp"
@@ -364,10 +365,34 @@ void append_mpi_calls(std::string& out, const model& run) {
   table.append_to(out);
 }
 
+// A rank x rank matrix is shown up to this many ranks; past it, the pairs.
+constexpr std::uint32_t widest_matrix = 16;
+
+// The pairs of ranks that exchanged the most bytes.
+void append_mpi_pairs(std::string& out, const model& run) {
+  std::vector<const std::pair<const std::pair<std::uint32_t, std::uint32_t>, profile::volume>*> all;
+  for (const auto& cell : run.messages()) all.push_back(&cell);
+  append_heading(out, *run.rank() == 0 ? "MPI point-to-point bytes, largest pairs of ranks"
+                                       : "MPI point-to-point bytes from this rank");
+  text_table table{{"from", alignment::right}, {"to", alignment::right}, {"messages", alignment::right},
+                   {"bytes", alignment::right}};
+  for (const auto* cell : top(all, [](const auto* a, const auto* b) {
+         return a->second.bytes != b->second.bytes ? a->second.bytes > b->second.bytes : a->first < b->first;
+       }))
+    table.add_row({fmt::format("rank {}", cell->first.first), fmt::format("rank {}", cell->first.second),
+                   fmt::format("{}", cell->second.operations), bytes_text(cell->second.bytes)});
+  table.append_to(out);
+  append_not_shown(out, all.size(), "pair");
+}
+
 // Point-to-point bytes between MPI ranks: every rank's row on rank 0, the
 // rank's own row elsewhere.
 void append_mpi_matrix(std::string& out, const model& run) {
   if (run.messages().empty() || !run.rank()) return;
+  if (run.size() > widest_matrix) {
+    append_mpi_pairs(out, run);
+    return;
+  }
   append_heading(out, *run.rank() == 0 ? "MPI point-to-point bytes (rank x rank)"
                                        : "MPI point-to-point bytes from this rank");
   std::vector<std::pair<std::string, alignment>> columns{{"from \\ to", alignment::left}};
@@ -415,9 +440,10 @@ void append_losses(std::string& out, const model& run) {
   out += '\n';
 }
 
-std::string summary_text(const model& run) {
-  std::string out = fmt::format("ferret summary: {} (pid {}), {} s, {}\n",
+std::string summary_text(const model& run, bool with_matrix) {
+  std::string out = fmt::format("ferret summary: {} (pid {}{}), {} s, {}\n",
                                 shown_name(run.session().executable), run.session().pid,
+                                run.rank() ? fmt::format(", rank {}", *run.rank()) : std::string{},
                                 profile::seconds_text(run.end_ns()),
                                 plural(run.gpu_operations(), "GPU operation"));
   if (run.gpu_operations() != 0)
@@ -434,9 +460,144 @@ std::string summary_text(const model& run) {
   append_counters(out, run);
   append_marks(out, run);
   append_mpi_calls(out, run);
-  append_mpi_matrix(out, run);
+  if (with_matrix) append_mpi_matrix(out, run);
   append_unrecorded_api(out, run);
   append_losses(out, run);
+  return out;
+}
+
+// --- the job summary (rank 0 of an MPI job) ----------------------------------
+
+std::string percent(double fraction) { return fmt::format("{:.1f}%", 100.0 * fraction); }
+
+std::string mean_milliseconds(double ns) {
+  return milliseconds_text(static_cast<std::int64_t>(ns < 0 ? ns - 0.5 : ns + 0.5));
+}
+
+// min, mean and max over the ranks, the rank of the max, the imbalance.
+std::vector<std::string> spread_cells(const profile::spread& over_ranks) {
+  return {milliseconds_text(over_ranks.min), mean_milliseconds(over_ranks.mean),
+          milliseconds_text(over_ranks.max), fmt::format("{}", over_ranks.max_rank),
+          percent(over_ranks.imbalance())};
+}
+
+const std::initializer_list<std::pair<std::string, alignment>> spread_columns = {
+    {"min ms", alignment::right},   {"mean ms", alignment::right},  {"max ms", alignment::right},
+    {"max rank", alignment::right}, {"imbalance", alignment::right}};
+
+text_table spread_table(std::initializer_list<std::pair<std::string, alignment>> before,
+                        std::initializer_list<std::pair<std::string, alignment>> after) {
+  std::vector<std::pair<std::string, alignment>> columns(before);
+  columns.insert(columns.end(), spread_columns.begin(), spread_columns.end());
+  columns.insert(columns.end(), after.begin(), after.end());
+  return text_table{columns};
+}
+
+// Rows by the largest time any rank spent in them: the first `top_rows`, or all.
+std::vector<const profile::job_row*> by_max_time(const std::vector<profile::job_row>& rows, bool all_rows) {
+  std::vector<const profile::job_row*> all;
+  std::map<const profile::job_row*, std::int64_t> max_of;
+  for (const profile::job_row& row : rows) {
+    all.push_back(&row);
+    max_of[&row] = profile::spread_of(row.time_ns).max;
+  }
+  const auto before = [&max_of](const profile::job_row* a, const profile::job_row* b) {
+    const std::int64_t a_max = max_of[a], b_max = max_of[b];
+    return a_max != b_max ? a_max > b_max : std::tie(a->name, a->domain) < std::tie(b->name, b->domain);
+  };
+  if (!all_rows) return top(all, before);
+  std::sort(all.begin(), all.end(), before);
+  return all;
+}
+
+void append_job_ranks(std::string& out, const profile::job_profile& job) {
+  std::vector<std::int64_t> run(job.size()), mpi(job.size()), work(job.size());
+  for (std::uint32_t rank = 0; rank < job.size(); ++rank) {
+    run[rank] = job.ranks()[rank].run_ns;
+    mpi[rank] = job.ranks()[rank].mpi_ns;
+    work[rank] = job.ranks()[rank].work_ns;
+  }
+  append_heading(out, "Ranks (time per rank)");
+  text_table table = spread_table({}, {{"time", alignment::left}});
+  const auto add = [&](const std::vector<std::int64_t>& values, std::string_view what) {
+    std::vector<std::string> cells = spread_cells(profile::spread_of(values));
+    cells.emplace_back(what);
+    table.add_row(std::move(cells));
+  };
+  add(run, "run time");
+  add(work, "in regions outside MPI calls (exclusive)");
+  add(mpi, "in MPI calls");
+  table.append_to(out);
+}
+
+void append_job_regions(std::string& out, const profile::job_profile& job) {
+  if (job.regions().empty()) return;
+  append_heading(out, "Host regions over ranks (inclusive time per rank)");
+  text_table table = spread_table({{"ranks", alignment::right}, {"calls", alignment::right}},
+                                  {{"region", alignment::left}});
+  for (const profile::job_row* row : by_max_time(job.regions(), false)) {
+    std::vector<std::string> cells{fmt::format("{}", row->ranks), fmt::format("{}", row->total_calls())};
+    for (std::string& cell : spread_cells(profile::spread_of(row->time_ns))) cells.push_back(std::move(cell));
+    std::string label = shown_name(row->name);
+    if (!row->domain.empty()) label += fmt::format(" [{}]", shown_name(row->domain, 40));
+    cells.push_back(std::move(label));
+    table.add_row(std::move(cells));
+  }
+  table.append_to(out);
+  append_not_shown(out, job.regions().size(), "region");
+}
+
+void append_job_mpi_calls(std::string& out, const profile::job_profile& job) {
+  if (job.mpi_calls().empty()) return;
+  append_heading(out, "MPI calls over ranks (time per rank)");
+  text_table table = spread_table({{"ranks", alignment::right}, {"calls", alignment::right}},
+                                  {{"bytes sent", alignment::right},
+                                   {"bytes received", alignment::right},
+                                   {"call", alignment::left}});
+  // All of them, as every rank's own "MPI calls" table: a bounded set of names.
+  for (const profile::job_row* row : by_max_time(job.mpi_calls(), true)) {
+    std::vector<std::string> cells{fmt::format("{}", row->ranks), fmt::format("{}", row->total_calls())};
+    for (std::string& cell : spread_cells(profile::spread_of(row->time_ns))) cells.push_back(std::move(cell));
+    cells.push_back(bytes_cell(row->sent.bytes));
+    cells.push_back(bytes_cell(row->received.bytes));
+    cells.push_back(shown_name(row->name));
+    table.add_row(std::move(cells));
+  }
+  table.append_to(out);
+}
+
+void append_job_losses(std::string& out, const profile::job_profile& job) {
+  std::size_t ranks_with_losses = 0;
+  for (std::uint32_t rank = 0; rank < job.size(); ++rank) {
+    const std::vector<std::string>& losses = job.ranks()[rank].losses;
+    if (losses.empty()) continue;
+    if (++ranks_with_losses > top_rows) continue;
+    out += fmt::format("{}Losses of rank {}: ", ranks_with_losses == 1 ? "\n" : "", rank);
+    for (std::size_t i = 0; i < losses.size(); ++i) out += (i != 0 ? ", " : "") + losses[i];
+    out += '\n';
+  }
+  append_not_shown(out, ranks_with_losses, "rank with losses");
+}
+
+// What mpiP and Caliper's mpireport show for a job: per region and MPI call
+// the spread over the ranks, and the message matrix; then rank 0's own
+// summary (GPU work and the rest are per rank).
+std::string job_summary_text(const model& run, const profile::job_profile& job) {
+  std::uint64_t gpu_operations = 0;
+  for (const profile::job_rank& rank : job.ranks()) gpu_operations += rank.gpu_operations;
+  std::string out = fmt::format(
+      "ferret job summary: {}, {}, {} s (rank 0), {} over all ranks; imbalance = (max - mean) / max\n",
+      shown_name(run.session().executable), plural(job.size(), "MPI rank"),
+      profile::seconds_text(run.end_ns()), plural(gpu_operations, "GPU operation"));
+  append_job_ranks(out, job);
+  append_job_regions(out, job);
+  append_job_mpi_calls(out, job);
+  append_mpi_matrix(out, run);
+  append_job_losses(out, job);
+  out += fmt::format("\nReduced in MPI_Finalize: {} from {} in {} ms at rank 0\n", bytes_text(job.part_bytes()),
+                     plural(job.size(), "rank"), milliseconds_text(job.reduction_ns()));
+  out += '\n';
+  out += summary_text(run, false);
   return out;
 }
 
@@ -448,7 +609,13 @@ class summary_backend final : public profile::profile_backend {
   std::string describe() const override { return "summary: printed on stderr"; }
 
  private:
-  void write(const profile::profile_model& run) override { write_all(summary_text(run)); }
+  // Rank 0 of an MPI job prints the job summary; the other ranks' parts are in it.
+  void write(const profile::profile_model& run, const profile::job_profile* job) override {
+    if (job != nullptr)
+      write_all(job_summary_text(run, *job));
+    else if (!reduced_into_rank_0())
+      write_all(summary_text(run, true));
+  }
 
   // One write(2) for the whole report unless the pipe takes it in parts, so
   // that it is not interleaved with the application's output.

@@ -110,8 +110,9 @@ constexpr std::size_t longest_metadata_block = 48 * 1024;
 
 class tau_backend final : public runtime::backend {
  public:
-  tau_backend(const session_info& session, std::string directory, std::vector<std::string> counters)
-      : session_(session), directory_(std::move(directory)) {
+  tau_backend(const session_info& session, std::string directory, bool created_directory,
+              std::vector<std::string> counters)
+      : session_(session), directory_(std::move(directory)), created_directory_(created_directory) {
     metrics_.emplace_back("TIME");
     metric_files_.emplace_back("TIME");
     for (std::string& counter : counters) {
@@ -180,6 +181,27 @@ class tau_backend final : public runtime::backend {
     if (sent_to_node_[peer] == no_event)
       sent_to_node_[peer] = event(fmt::format("Message size sent to node {}", peer));
     return sent_to_node_[peer];
+  }
+
+  // The ranks of a job write into rank 0's directory, as TAU does: every
+  // rank's profile.<rank>.0.<thread> side by side, which pprof, ParaProf and
+  // hatchet read as one job. A rank's own directory, made empty at start,
+  // goes again; a rank that cannot write to rank 0's keeps its own.
+  void join_process_group(runtime::process_group& group) override {
+    std::uint64_t length = directory_.size();
+    if (!group.broadcast(&length, sizeof length, 0)) return;
+    std::string shared = group.rank() == 0 ? directory_ : std::string(length, '\0');
+    if (!group.broadcast(shared.data(), shared.size(), 0)) return;
+    job_size_ = group.size();
+    if (group.rank() == 0 || shared == directory_) return;
+    if (const int error = make_directory(shared); error != 0 || ::access(shared.c_str(), W_OK | X_OK) != 0) {
+      runtime::print_message(fmt::format("cannot write into rank 0's TAU profile directory '{}' ({}): "
+                                         "this rank writes into '{}'",
+                                         shared, std::strerror(error != 0 ? error : errno), directory_));
+      return;
+    }
+    if (created_directory_) ::rmdir(directory_.c_str());
+    directory_ = std::move(shared);
   }
 
   void gpu_device(const runtime::gpu_device_info& device) override {
@@ -546,6 +568,11 @@ class tau_backend final : public runtime::backend {
     }
     if (!error_.empty()) return;
     written_threads_ = threads.size();
+    // Nodes past the job's last rank, left by an earlier run with more ranks,
+    // would read as ranks of this one.
+    if (node == 0 && job_size_ > 1)
+      for (std::uint64_t stale = job_size_; remove_node(stale) != 0; ++stale) {
+      }
     // Files of this node from an earlier run with another set of metrics:
     // readers would take them with ours.
     if (metrics_.size() > 1) {
@@ -558,10 +585,21 @@ class tau_backend final : public runtime::backend {
     }
   }
 
-  // Removes profile.<node>.0.T from T = `first` on, as long as they exist.
-  static void remove_profiles(const std::string& directory, std::uint64_t node, std::size_t first) {
+  // Removes profile.<node>.0.T from T = `first` on, as long as they exist;
+  // how many it removed.
+  static std::size_t remove_profiles(const std::string& directory, std::uint64_t node, std::size_t first) {
     for (std::size_t t = first;; ++t)
-      if (::unlink(fmt::format("{}/profile.{}.0.{}", directory, node, t).c_str()) != 0) return;
+      if (::unlink(fmt::format("{}/profile.{}.0.{}", directory, node, t).c_str()) != 0) return t - first;
+  }
+
+  // Every profile of `node` in the directory and its MULTI__ directories.
+  std::size_t remove_node(std::uint64_t node) const {
+    std::size_t removed = remove_profiles(directory_, node, 0);
+    std::error_code ignored;
+    for (const auto& entry : std::filesystem::directory_iterator(directory_, ignored))
+      if (entry.path().filename().string().rfind("MULTI__", 0) == 0)
+        removed += remove_profiles(entry.path().string(), node, 0);
+    return removed;
   }
 
   // One line per failed output: describe() gives it at exit from FERRET_VERBOSE=1
@@ -573,6 +611,8 @@ class tau_backend final : public runtime::backend {
 
   session_info session_;
   std::string directory_;
+  bool created_directory_ = false;  // by this process (else it existed)
+  std::uint32_t job_size_ = 1;      // ranks of the process group
   std::vector<std::string> metrics_;       // TIME, then the counters of FERRET_TAU_METRICS
   std::vector<std::string> metric_files_;  // the same as written (metric_file_name)
   std::unordered_map<std::string, std::size_t> metric_of_counter_;
@@ -660,6 +700,7 @@ std::unique_ptr<runtime::backend> make_backend_in(const runtime::session_info& s
                                                   const std::string& directory,
                                                   const std::vector<std::string>& counter_metrics,
                                                   std::string& error) {
+  const bool existed = is_directory(directory);
   if (const int failure = make_directory(directory); failure != 0) {
     error = fmt::format("cannot write the TAU profile to '{}': {}", directory, std::strerror(failure));
     return nullptr;
@@ -679,7 +720,7 @@ std::unique_ptr<runtime::backend> make_backend_in(const runtime::session_info& s
     }
     file_names.push_back(file_name);
   }
-  return std::make_unique<tau_backend>(session, directory, counter_metrics);
+  return std::make_unique<tau_backend>(session, directory, !existed, counter_metrics);
 }
 
 std::unique_ptr<runtime::backend> make_backend(const runtime::backend_context& context,
