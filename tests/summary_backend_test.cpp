@@ -662,10 +662,10 @@ TEST_CASE("counters: samples, min, mean, max and the latest value; marks counted
   const rt::name_info* checkpoint = names.add("checkpoint");
   const rt::name_info* converged = names.add("converged");
   const auto sample = [](std::int64_t ns, const rt::name_info* name, double value) {
-    return rt::record{ns, record_kind::counter, name, value};
+    return rt::record{ns, record_kind::counter, rt::region_close::by_program, name, value};
   };
   const auto mark = [](std::int64_t ns, const rt::name_info* name) {
-    return rt::record{ns, record_kind::mark, name, 0.0};
+    return rt::record{ns, record_kind::mark, rt::region_close::by_program, name, 0.0};
   };
   // The worker's records arrive after the main thread's, its last sample is earlier.
   run.records(main_tid, {sample(1 * ms, residual, 1.0), mark(2 * ms, checkpoint),

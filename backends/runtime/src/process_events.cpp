@@ -103,10 +103,6 @@ void runtime_state::report(session& s) {
     message("{} events were dropped: regions nested deeper than {} levels on one thread, and their "
             "ends (events-dropped-nested-too-deep)",
             s.dropped_too_deep, max_open_regions);
-  if (s.unmatched_region_ends > 0)
-    message("region ends that matched no open region of their thread, left out: {} "
-            "(unmatched-region-ends)",
-            s.unmatched_region_ends);
   // Ended by the runtime, and marked so in the outputs.
   if (s.config.verbose >= 1 && s.unbalanced_region_ends > 0)
     message("region ends that also ended regions opened inside them: {} (unbalanced-region-ends)",

@@ -305,9 +305,8 @@ struct session {
 
   // Drainer only (under drain_mutex).
   std::uint64_t recorded = 0;
-  // Said at exit: ends of no open region (ignored), and counter samples that
-  // are NaN or infinite (each backend counts its own in its metadata).
-  std::uint64_t unmatched_region_ends = 0;
+  // Said at exit: counter samples that are NaN or infinite (each backend
+  // counts its own in its metadata).
   std::uint64_t nonfinite_counter_samples = 0;
   std::unordered_map<const site*, std::unique_ptr<name_info>> names;
   // Names of sites in unloaded shared objects: backends may still hold them,

@@ -337,7 +337,7 @@ class tau_backend final : public runtime::backend {
   void begin_region(thread_profile& thread, const name_info* name) {
     const region_function& region = function_of(name);
     if (region.task)
-      thread.begin_task(name, region.function);
+      thread.begin_task(region.function);
     else
       thread.begin(name, region.function);
   }

@@ -54,7 +54,7 @@ void thread_profile::begin(const runtime::name_info* region, std::uint32_t funct
   push_frame(frame);
 }
 
-void thread_profile::begin_task(const runtime::name_info* region, std::uint32_t function) {
+void thread_profile::begin_task(std::uint32_t function) {
   // Unlike begin(), no last_region for the root: enter() never opens a task as
   // an ordinary frame.
   const std::uint32_t node = child(root_node, function);

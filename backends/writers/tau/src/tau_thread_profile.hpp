@@ -140,7 +140,7 @@ class thread_profile {
   void begin(const runtime::name_info* region, std::uint32_t function);
   /// Opens task `function` now: its node is a child of the root, and the open
   /// frames below it are suspended until it closes.
-  void begin_task(const runtime::name_info* region, std::uint32_t function);
+  void begin_task(std::uint32_t function);
   /// Closes the innermost open region now.
   __attribute__((always_inline)) void close_innermost() {
     const open_frame& frame = frames_[top_];
