@@ -402,7 +402,7 @@ TEST_CASE("nothing recorded: the main thread's location without events, which ev
   const check::report report = f.checked();
   f.printed();
   REQUIRE(report.locations.size() == 1);
-  CHECK(report.locations.at(0).name == "main thread");
+  CHECK(report.locations.at(0).name == "main");
   CHECK(report.locations.at(0).type == 1);  // CPU thread
   CHECK(report.locations.at(0).events_defined == 0);
   CHECK(report.locations.at(0).events_read == 0);

@@ -91,7 +91,7 @@ TEST_CASE("nothing recorded: every backend writes a valid empty output, which it
 
   const ferret::otf2_check::report otf2 = read_archive(directory / "run" / "traces.otf2");
   REQUIRE(otf2.locations.size() == 1);
-  CHECK(otf2.locations.begin()->second.name == "main thread");
+  CHECK(otf2.locations.begin()->second.name == "main");
   CHECK(otf2.locations.begin()->second.events_read == 0);
   CHECK(result.err.find("otf2 archive: run/traces.otf2 (1 locations)") != std::string::npos);
 

@@ -298,6 +298,11 @@ void level_zero_collector::prepare_environment() {
   // Loader 1.8 reads the variable in zeInit; a program's own setting wins
   // (ZE_ENABLE_TRACING_LAYER=0 leaves the program untraced, with one line).
   setenv("ZE_ENABLE_TRACING_LAYER", "1", 0);
+  // The calling-context sources (Python call paths) before the loader loads
+  // the tracing layer: a library with thread-local storage loaded after the
+  // layer hides the layer's thread-local pointers to its enabled tracers from
+  // LeakSanitizer, which then reports them as leaks.
+  runtime::load_launch_context_sources();
 }
 
 
@@ -328,7 +333,6 @@ void level_zero_collector::start_tracing() {
   fill_callbacks(recording_, prologues, epilogues);
   zelTracerSetPrologues(tracer_, &prologues);
   zelTracerSetEpilogues(tracer_, &epilogues);
-  runtime::load_launch_context_sources();  // Python call paths, before the first call
   active_.store(true);
   zelTracerSetEnabled(tracer_, 1);
   runtime::register_collector(this);

@@ -66,6 +66,24 @@ const char* string_attribute(Dwarf_Die& die, unsigned int name) {
   return dwarf_attr_integrate(&die, name, &attribute) != nullptr ? dwarf_formstring(&attribute) : nullptr;
 }
 
+// The file `function` is declared in. DWARF 5 numbers the unit's primary
+// source file 0, and clang declares functions there; elfutils 0.188's
+// dwarf_decl_file refuses index 0 (whether clang uses 0 or a later entry that
+// repeats the name depends on the file table, so on the source's path).
+std::string declared_file(Dwarf_Die& function, Dwarf_Die& unit) {
+  if (const char* file = dwarf_decl_file(&function)) return file;
+  Dwarf_Attribute attribute;
+  Dwarf_Word index = 0;
+  if (dwarf_attr_integrate(&function, DW_AT_decl_file, &attribute) == nullptr ||
+      dwarf_formudata(&attribute, &index) != 0 || index != 0)
+    return {};
+  const char* name = dwarf_diename(&unit);
+  if (name == nullptr) return {};
+  if (name[0] == '/') return name;
+  const char* directory = string_attribute(unit, DW_AT_comp_dir);
+  return directory != nullptr ? std::string{directory} + "/" + name : std::string{name};
+}
+
 // The source line of `address` from the line table, and the function the
 // code there belongs to: the innermost inlined function written by someone
 // (not one the compiler made up, like an outlined OpenMP region, which the
@@ -103,8 +121,7 @@ void locate_in_dwarf(Dwfl_Module* module, Dwarf_Addr address, source_location& w
       const char* name = linkage != nullptr ? linkage : string_attribute(*function, DW_AT_name);
       if (name != nullptr) where.function = runtime::demangled_kernel_name(name);
     }
-    if (where.file.empty())
-      if (const char* file = dwarf_decl_file(function)) where.file = file;
+    if (where.file.empty()) where.file = declared_file(*function, unit);
   }
   free(scopes);
 }
