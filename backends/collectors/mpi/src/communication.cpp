@@ -488,8 +488,9 @@ void stop_communication_recording() {
 
 namespace fm = ferret::mpi;
 
-#define FERRET_MPI_CALL(name)            \
-  FERRET_REGION_IN(fm::mpi_domain, name); \
+// No source location: the site would be this file, not the program's call.
+#define FERRET_MPI_CALL(name)                                        \
+  const ::ferret::region_in<fm::mpi_domain> ferret_mpi_region{name}; \
   fm::t_call = name
 
 extern "C" {

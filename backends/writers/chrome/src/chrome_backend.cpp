@@ -333,15 +333,19 @@ class chrome_backend final : public runtime::backend {
     append_json_string(text_, session_.executable);
     text_.push_back('}');
     end_event();
+    // Kill-safe from the first byte: the guard starts before anything is
+    // written, knowing the whole first document (the head and a trailer),
+    // which it writes should the process die before that is on disk; later
+    // writes publish as they go. Without a guard (valgrind, TSan, seccomp) the
+    // file is still complete after each write. (No message: this runs inside
+    // the runtime's session start, where it cannot be asked for the verbosity.)
+    format_trailer();
+    std::string first_document{out_.data(), out_.size()};
+    first_document.append(text_);
+    text_.clear();
+    guard_.start(fd_, 0, first_document);
     write_out();
     if (failed_) return error_number_;
-    // Kill-safe from here: the guard closes the file if this process dies
-    // during a later write. Without one (valgrind, TSan, seccomp) the file is still
-    // complete after each write. (No message: this runs inside the runtime's
-    // session start, where it cannot be asked for the verbosity.)
-    format_trailer();
-    guard_.start(fd_, events_end_, text_);
-    text_.clear();
     return 0;
   }
 
