@@ -130,7 +130,11 @@ void locate_in_dwarf(Dwfl_Module* module, Dwarf_Addr address, source_location& w
 
 symbolizer::symbolizer() : state_(std::make_unique<state>()) {
 #if FERRET_CODE_SITES_HAVE_LIBDW
-  static const Dwfl_Callbacks callbacks = {dwfl_linux_proc_find_elf, dwfl_standard_find_debuginfo,
+  // Separate debug files by build ID only (/usr/lib/debug/.build-id, where
+  // Debian's -dbgsym packages put them): dwfl_standard_find_debuginfo would
+  // start a debuginfod client (libcurl, OpenSSL) inside the traced program,
+  // and with DEBUGINFOD_URLS set download debug files at a drain.
+  static const Dwfl_Callbacks callbacks = {dwfl_linux_proc_find_elf, dwfl_build_id_find_debuginfo,
                                            nullptr, nullptr};
   state_->dwfl = dwfl_begin(&callbacks);
   if (state_->dwfl != nullptr) {
