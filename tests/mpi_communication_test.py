@@ -117,6 +117,45 @@ def merge(options, traces, output, *flags):
         return json.load(handle)
 
 
+APP_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "support", "mpi_communication_app.cpp")
+
+
+def call_lines():
+    """{call: lines} of the app's source: every line of each call's statement
+    (a call may span lines), read from the source as the compiler saw it."""
+    with open(APP_SOURCE, encoding="utf-8") as handle:
+        source = handle.read().splitlines()
+    lines = collections.defaultdict(set)
+    for number, text in enumerate(source, start=1):
+        for call in re.findall(r"\b(MPI_[A-Za-z_]+)\(", text):
+            end = number
+            while not source[end - 1].rstrip().endswith(";"):
+                end += 1
+            lines[call].update(range(number, end + 1))
+    return lines
+
+
+def check_call_locations(path, located, regions):
+    """Each MPI call is located at the app's call (issue 23), never in ferret's
+    wrapper (backends/collectors/mpi): the wrapper's return address, symbolized."""
+    lines = call_lines()
+    for call in (name for name in regions if name.startswith("MPI_")):
+        where = located.get(call)
+        if not where:
+            fail(f"{path}: {call} has no source location")
+        for location in where:
+            file, line = location.get("file", ""), location.get("line", 0)
+            if "backends/" in file or os.path.basename(file) != os.path.basename(APP_SOURCE):
+                fail(f"{path}: {call} located in {file}, not in the program's {APP_SOURCE}: {where}")
+            if line not in lines[call]:
+                fail(f"{path}: {call} located at line {line}, where the app does not call it "
+                     f"(it does at {sorted(lines[call])}): {where}")
+    # The one call of MPI_Sendrecv, exactly at its line (not only within its statement).
+    sendrecv = min(lines["MPI_Sendrecv"])
+    if [location["line"] for location in located["MPI_Sendrecv"]] != [sendrecv]:
+        fail(f"{path}: MPI_Sendrecv located at {located['MPI_Sendrecv']}, expected line {sendrecv}")
+
+
 def check_rank_traces(files):
     for path in files:
         with open(path, encoding="utf-8") as handle:
@@ -136,12 +175,7 @@ def check_rank_traces(files):
                 fail(f"{path}: no region {call}")
             if regions[call].get("cat") != "mpi":
                 fail(f"{path}: {call} is not in domain mpi: {regions[call]}")
-        # No MPI call is located in ferret's own wrapper (issue 23): the calls
-        # name no source location rather than a wrong one.
-        located = document["metadata"].get("source-locations", {})
-        wrongly = {name: where for name, where in located.items() if name.startswith("MPI_")}
-        if wrongly:
-            fail(f"{path}: MPI calls located in ferret's sources: {wrongly}")
+        check_call_locations(path, document["metadata"].get("source-locations", {}), regions)
         # The MPI calls nest inside the program's own regions.
         exchange = regions["exchange"]
         send = regions["MPI_Send"]
@@ -286,14 +320,16 @@ def job_tables(text):
 
 
 def flat_entries(profile_path):
-    """Flat function entries of a TAU profile: name -> (calls, inclusive microseconds, group)."""
+    """Flat function entries of a TAU profile: name -> (calls, inclusive microseconds, group),
+    summed over the name's source locations (an MPI call made at two places is two timers)."""
     entries = {}
     with open(profile_path, encoding="utf-8") as handle:
         for line in handle:
             match = re.match(r'"(.*)" (\d+) (\d+) (\S+) (\S+) 0 GROUP="(.*)" $', line)
             if match and " => " not in match.group(1) and match.group(1) != ".TAU application":
                 name = re.sub(r" \[\{.*\} \{\d+,\d+\}\]$", "", match.group(1))  # the source location
-                entries[name] = (int(match.group(2)), float(match.group(5)), match.group(6))
+                calls, inclusive_us, _ = entries.get(name, (0, 0.0, None))
+                entries[name] = (calls + int(match.group(2)), inclusive_us + float(match.group(5)), match.group(6))
     return entries
 
 

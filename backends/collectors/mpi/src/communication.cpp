@@ -10,7 +10,11 @@
 // table under a mutex (MPI takes its own locks in these calls anyway); a full
 // table leaves the request untracked, counted. Communicators are named through
 // MPI attribute caching: one id per communicator, the same on all its members.
+// A call's region is located at the program's call: the wrapper's return
+// address, symbolized at the next drain (code_sites.hpp).
 #include "communication.hpp"
+
+#include "code_sites.hpp"
 
 #include <ferret/ferret.hpp>
 #include <ferret/runtime/runtime.hpp>
@@ -23,6 +27,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <string>
 #include <utility>
 #include <vector>
@@ -307,6 +312,45 @@ communication_event event_for(communication_kind kind, std::int64_t time,
 
 bool recording() noexcept { return g_recording.load(std::memory_order_relaxed); }
 
+// One site per call name and place in the program that calls it. Leaked on
+// purpose: drains at exit read it after static destructors may have run; made
+// at first use, as a library's initialiser may call MPI before this one runs.
+code_sites::site_registry& call_sites() {
+  static auto* const sites = new code_sites::site_registry{mpi_domain::name};
+  return *sites;
+}
+thread_local code_sites::site_cache t_sites;
+
+/// The region of one wrapped call, located at `caller` (the wrapper's return
+/// address: the program's call). Not recording: one load and one branch.
+class call_region {
+ public:
+  FERRET_ALWAYS_INLINE call_region(const char* name, const void* caller) noexcept {
+    if (detail::recording()) begin(name, caller);
+  }
+  ~call_region() {
+    if (FERRET_UNLIKELY(site_ != nullptr)) detail::write(detail::word_of(site_, detail::kind_end));
+  }
+  call_region(const call_region&) = delete;
+  call_region& operator=(const call_region&) = delete;
+
+ private:
+  FERRET_NOINLINE void begin(const char* name, const void* caller) noexcept {
+    // Located sites only while this layer's collector is registered: its
+    // drains symbolize them (communication_collector).
+    if (recording()) {
+      try {
+        site_ = t_sites.find_or_add(call_sites(), name, caller);
+      } catch (const std::bad_alloc&) {
+        // The call still gets its region, without a location.
+      }
+    }
+    if (site_ == nullptr) site_ = detail::intern_literal(name, mpi_domain::name);
+    if (site_ != nullptr) detail::write(detail::word_of(site_, detail::kind_begin));
+  }
+  const detail::site* site_ = nullptr;
+};
+
 void record_message(communication_kind kind, std::int64_t time, MPI_Comm communicator, int peer,
                     int tag, std::uint64_t bytes) {
   if (peer == MPI_PROC_NULL) return;
@@ -441,8 +485,12 @@ std::uint64_t sum_except(const int* counts, int size, int skip, MPI_Datatype typ
 
 class communication_collector final : public runtime::collector {
  public:
+  // collect() and add_metadata() bracket each drain: the sites of the calls
+  // recorded since the last one are symbolized before the runtime reads them.
   void collect(std::vector<runtime::gpu_activity>& /*activities*/,
-               std::vector<runtime::gpu_device_info>& /*new_devices*/, bool /*final*/) override {}
+               std::vector<runtime::gpu_device_info>& /*new_devices*/, bool /*final*/) override {
+    call_sites().drain_started();
+  }
   void collect_communication(std::vector<runtime::communicator_info>& new_communicators,
                              std::vector<communication_event>& events, bool /*final*/) override {
     std::lock_guard lock{g_logs_mutex};
@@ -451,7 +499,7 @@ class communication_collector final : public runtime::collector {
     g_new_communicators.clear();
     for (thread_log* log : g_logs) log->drain_into(events);
   }
-  void add_metadata(runtime::metadata_list& /*metadata*/) const override {}
+  void add_metadata(runtime::metadata_list& /*metadata*/) const override { call_sites().drain_finished(); }
   void abandon() noexcept override { g_recording.store(false); }
 };
 
@@ -488,9 +536,10 @@ void stop_communication_recording() {
 
 namespace fm = ferret::mpi;
 
-// No source location: the site would be this file, not the program's call.
-#define FERRET_MPI_CALL(name)                                        \
-  const ::ferret::region_in<fm::mpi_domain> ferret_mpi_region{name}; \
+// In the wrapper's own body: its return address is in the program (no wrapper
+// calls another; ferret's own MPI calls go to PMPI_*).
+#define FERRET_MPI_CALL(name)                                                    \
+  const fm::call_region ferret_mpi_region{name, __builtin_return_address(0)}; \
   fm::t_call = name
 
 extern "C" {

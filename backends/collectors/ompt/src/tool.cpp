@@ -36,7 +36,7 @@
 #include "device_trace.hpp"
 #include "ferret/ferret.hpp"
 #include "ferret/runtime/runtime.hpp"
-#include "sites.hpp"
+#include "code_sites.hpp"
 
 namespace ferret::ompt {
 namespace {
@@ -85,14 +85,6 @@ struct thread_regions {
   unsigned depth = 0;
 };
 
-struct cached_site {
-  const char* label;
-  const void* code;
-  int device;
-  const detail::site* site;
-};
-constexpr unsigned site_cache_size = 64;
-
 // A thread's state lives on the heap, allocated at its first callback, and
 // is reached through one initial-exec TLS pointer (a single %fs-relative
 // load): the library may be dlopen'ed (OMP_TOOL_LIBRARIES), where static TLS
@@ -100,7 +92,7 @@ constexpr unsigned site_cache_size = 64;
 // access. A pthread key frees it when the thread exits.
 struct thread_state {
   thread_regions regions;
-  cached_site sites[site_cache_size] = {};
+  code_sites::site_cache sites;
 };
 FERRET_TLS_MODEL thread_local thread_state* t_state = nullptr;
 
@@ -158,14 +150,7 @@ class openmp_collector final : public runtime::collector {
   const detail::site* site_for(const char* label, const void* code, int device = -1) {
     thread_state* thread = state();
     if (thread == nullptr) return sites_.find_or_add(label, code, device);
-    const auto hash = (reinterpret_cast<std::uintptr_t>(code) >> 2) ^
-                      (reinterpret_cast<std::uintptr_t>(label) >> 3) ^
-                      static_cast<std::uintptr_t>(device + 1) * 0x9e3779b9u;
-    cached_site& slot = thread->sites[hash % site_cache_size];
-    if (slot.site != nullptr && slot.label == label && slot.code == code && slot.device == device)
-      return slot.site;
-    slot = {label, code, device, sites_.find_or_add(label, code, device)};
-    return slot.site;
+    return thread->sites.find_or_add(sites_, label, code, device);
   }
 
   void begin(scope kind, const detail::site* site) {
@@ -259,7 +244,7 @@ class openmp_collector final : public runtime::collector {
   std::atomic<bool> abandoned_{false};
   std::string runtime_version_;
   std::string refused_callbacks_;  // under devices_mutex_
-  site_registry sites_;
+  code_sites::site_registry sites_{"openmp"};
   loss_counts losses_;
   const detail::site* team_size_ = nullptr;
   const detail::site* requested_teams_ = nullptr;
@@ -855,12 +840,12 @@ void openmp_collector::say_why_not_started() {
 void openmp_collector::add_metadata(runtime::metadata_list& metadata) const {
   // Called by the runtime after each drain: sites born from now on wait for
   // the next drain's collect() to be symbolized.
-  const_cast<site_registry&>(sites_).drain_finished();
+  const_cast<code_sites::site_registry&>(sites_).drain_finished();
   const auto count = [](std::uint64_t value) { return static_cast<std::int64_t>(value); };
   metadata.emplace_back("ompt-tool", tool_started_.load() ? std::string{"started"}
                                                           : std::string{"not started"});
   if (!runtime_version_.empty()) metadata.emplace_back("ompt-runtime", runtime_version_);
-  metadata.emplace_back("ompt-symbolizer", std::string{symbolizer::method()});
+  metadata.emplace_back("ompt-symbolizer", std::string{code_sites::symbolizer::method()});
   metadata.emplace_back("ompt-sites", count(sites_.size()));
   metadata.emplace_back("ompt-regions-dropped-too-deep",
                         count(losses_.too_deep.load(std::memory_order_relaxed)));

@@ -1,5 +1,5 @@
-// sites.cpp — see sites.hpp.
-#include "sites.hpp"
+// code_sites.cpp — see code_sites.hpp.
+#include "code_sites.hpp"
 
 #include <dlfcn.h>
 #include <unistd.h>
@@ -10,20 +10,20 @@
 
 #include "ferret/runtime/backend.hpp"  // demangled_kernel_name: the runtime's demangler
 
-#if FERRET_OMPT_HAVE_LIBDW
+#if FERRET_CODE_SITES_HAVE_LIBDW
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #endif
 
-namespace ferret::ompt {
+namespace ferret::code_sites {
 
 // With libdw: the symbol table and DWARF line table of every loaded module,
 // so that functions of the executable (absent from the dynamic symbol table
 // that dladdr reads) and file:line are found. A fresh report of the
 // process's modules per batch of sites, so that libraries loaded since count.
 struct symbolizer::state {
-#if FERRET_OMPT_HAVE_LIBDW
+#if FERRET_CODE_SITES_HAVE_LIBDW
   Dwfl* dwfl = nullptr;
   ~state() {
     if (dwfl != nullptr) dwfl_end(dwfl);
@@ -31,7 +31,7 @@ struct symbolizer::state {
 #endif
 };
 
-#if FERRET_OMPT_HAVE_LIBDW
+#if FERRET_CODE_SITES_HAVE_LIBDW
 namespace {
 // libdw finds an address's compilation unit through .debug_aranges, which
 // clang does not emit: then each unit's address ranges are asked in turn.
@@ -129,8 +129,12 @@ void locate_in_dwarf(Dwfl_Module* module, Dwarf_Addr address, source_location& w
 #endif
 
 symbolizer::symbolizer() : state_(std::make_unique<state>()) {
-#if FERRET_OMPT_HAVE_LIBDW
-  static const Dwfl_Callbacks callbacks = {dwfl_linux_proc_find_elf, dwfl_standard_find_debuginfo,
+#if FERRET_CODE_SITES_HAVE_LIBDW
+  // Separate debug files by build ID only (/usr/lib/debug/.build-id, where
+  // Debian's -dbgsym packages put them): dwfl_standard_find_debuginfo would
+  // start a debuginfod client (libcurl, OpenSSL) inside the traced program,
+  // and with DEBUGINFOD_URLS set download debug files at a drain.
+  static const Dwfl_Callbacks callbacks = {dwfl_linux_proc_find_elf, dwfl_build_id_find_debuginfo,
                                            nullptr, nullptr};
   state_->dwfl = dwfl_begin(&callbacks);
   if (state_->dwfl != nullptr) {
@@ -147,7 +151,7 @@ symbolizer::symbolizer() : state_(std::make_unique<state>()) {
 symbolizer::~symbolizer() = default;
 
 const char* symbolizer::method() noexcept {
-#if FERRET_OMPT_HAVE_LIBDW
+#if FERRET_CODE_SITES_HAVE_LIBDW
   return "DWARF (libdw)";
 #else
   return "dynamic symbols (dladdr)";
@@ -158,7 +162,7 @@ source_location symbolizer::locate(const void* return_address) {
   source_location where;
   if (return_address == nullptr) return where;
   const auto address = reinterpret_cast<std::uintptr_t>(return_address) - 1;
-#if FERRET_OMPT_HAVE_LIBDW
+#if FERRET_CODE_SITES_HAVE_LIBDW
   if (state_->dwfl != nullptr) {
     if (Dwfl_Module* module = dwfl_addrmodule(state_->dwfl, address)) {
       if (const char* symbol = dwfl_module_addrname(module, address))
@@ -190,7 +194,7 @@ const detail::site* site_registry::find_or_add(const char* label, const void* co
   e.code = code;
   e.name = device >= 0 ? fmt::format("{} [device {}]", label, device) : std::string{label};
   e.site.name = e.name.c_str();
-  e.site.domain = "openmp";
+  e.site.domain = domain_;
   if (code != nullptr) {
     if (draining_)
       symbolize(e);
@@ -236,4 +240,4 @@ std::uint64_t site_registry::symbolized() const {
   return symbolized_;
 }
 
-}  // namespace ferret::ompt
+}  // namespace ferret::code_sites

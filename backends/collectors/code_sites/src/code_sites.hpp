@@ -1,10 +1,11 @@
-// sites.hpp — region names for OpenMP constructs, with their source location
-// found from the return address the runtime passes (codeptr_ra).
+// code_sites.hpp — region names for the code that reached a collector (an
+// OpenMP construct, an MPI call), with their source location found from a
+// return address: OMPT's codeptr_ra, an MPI wrapper's caller.
 //
-//   callback (hot path)            per-thread cache: (label, codeptr, device) → site
+//   callback / wrapper (hot path)  site_cache, per thread: (label, code, device) → site
 //        │ miss                    64 direct-mapped slots, no lock, no allocation
 //        ▼
-//   site_registry::find_or_add     global map under a mutex, once per construct and
+//   site_registry::find_or_add     global map under a mutex, once per site and
 //        │                         thread; a new site carries its label only and
 //        │                         waits in `pending_`
 //        ▼
@@ -29,7 +30,7 @@
 
 #include "ferret/detail/abi.hpp"
 
-namespace ferret::ompt {
+namespace ferret::code_sites {
 
 /// Function, file and line of a code address.
 struct source_location {
@@ -57,6 +58,8 @@ class symbolizer {
 
 class site_registry {
  public:
+  /// Sites of the domain `domain` (a string that outlives the registry).
+  explicit site_registry(const char* domain) noexcept : domain_(domain) {}
   /// The site for `label` reached from `code` (nullptr: no location), on
   /// `device` (-1: none). Thread-safe; allocates only for a new site.
   const detail::site* find_or_add(const char* label, const void* code, int device);
@@ -74,6 +77,7 @@ class site_registry {
   };
   void symbolize(entry& e);
 
+  const char* domain_;
   mutable std::mutex mutex_;
   std::map<std::tuple<const char*, const void*, int>, std::unique_ptr<entry>> entries_;
   std::vector<entry*> pending_;
@@ -82,4 +86,32 @@ class site_registry {
   std::unique_ptr<symbolizer> symbolizer_;
 };
 
-}  // namespace ferret::ompt
+/// A thread's cache in front of a registry: a hit takes no lock and allocates
+/// nothing. Constant-initialised and trivially destructible, so that it may
+/// live in thread-local storage without a guard or a destructor call.
+class site_cache {
+ public:
+  const detail::site* find_or_add(site_registry& registry, const char* label, const void* code,
+                                  int device = -1) {
+    const auto hash = (reinterpret_cast<std::uintptr_t>(code) >> 2) ^
+                      (reinterpret_cast<std::uintptr_t>(label) >> 3) ^
+                      static_cast<std::uintptr_t>(device + 1) * 0x9e3779b9u;
+    slot& cached = slots_[hash % size];
+    if (cached.site != nullptr && cached.label == label && cached.code == code && cached.device == device)
+      return cached.site;
+    cached = {label, code, device, registry.find_or_add(label, code, device)};
+    return cached.site;
+  }
+
+ private:
+  struct slot {
+    const char* label;
+    const void* code;
+    int device;
+    const detail::site* site;
+  };
+  static constexpr unsigned size = 64;
+  slot slots_[size] = {};
+};
+
+}  // namespace ferret::code_sites
