@@ -107,6 +107,39 @@ std::string nearest_name(std::string_view name, const std::vector<std::string>& 
   return nearest;
 }
 
+namespace {
+
+// What a newcomer may type for an output: the reader or the format's name.
+// Suggested, never accepted in its place: the name stays one per backend.
+struct output_alias {
+  const char* typed;
+  const char* backend;
+  const char* writes;
+};
+constexpr output_alias output_aliases[] = {
+    {"perfetto", "chrome", "Chrome-trace JSON, which Perfetto and chrome://tracing open"},
+    {"json", "chrome", "Chrome-trace JSON, which Perfetto and chrome://tracing open"},
+    {"trace", "chrome", "Chrome-trace JSON, which Perfetto and chrome://tracing open"},
+    {"vampir", "otf2", "an OTF2 archive, which Vampir and the Score-P tools open"},
+    {"scorep", "otf2", "an OTF2 archive, which Vampir and the Score-P tools open"},
+    {"score-p", "otf2", "an OTF2 archive, which Vampir and the Score-P tools open"},
+    {"paraprof", "tau", "TAU profiles, which ParaProf, pprof and hatchet open"},
+    {"pprof", "tau", "TAU profiles, which ParaProf, pprof and hatchet open"},
+    {"html", "report", "an HTML page of the run"},
+    {"text", "summary", "a text summary on stderr"},
+};
+
+// "did you mean X? " for a reader's or format's name, or a name two edits
+// from one of `known`; empty when nothing is near.
+std::string suggestion_for(const std::string& name, const std::vector<std::string>& known) {
+  for (const output_alias& alias : output_aliases)  // names come lower-cased (settings)
+    if (name == alias.typed) return fmt::format("did you mean {}? it writes {}; ", alias.backend, alias.writes);
+  const std::string nearest = nearest_name(name, known);
+  return nearest.empty() ? "" : fmt::format("did you mean {}? ", nearest);
+}
+
+}  // namespace
+
 backend_selection select_backends(const std::vector<std::string>& names) {
   backend_selection selection;
   std::vector<std::string> available;  // listed in the messages, found once
@@ -134,8 +167,7 @@ backend_selection select_backends(const std::vector<std::string>& names) {
     }
     std::vector<std::string> known = available;
     for (const component& c : components()) known.emplace_back(c.name);
-    const std::string nearest = nearest_name(name, known);
-    const std::string suggestion = nearest.empty() ? "" : fmt::format("did you mean {}? ", nearest);
+    const std::string suggestion = suggestion_for(name, known);
     selection.problems.push_back(fmt::format("unknown backend '{}' in FERRET_BACKEND ({}backends: {})",
                                              name, suggestion, listed(available)));
   }
