@@ -53,7 +53,14 @@ clock_readings first_region() {
 
 void check_no_setup_inside(const clock_readings& readings) {
   REQUIRE(readings.count == 2);  // the begin's reading and the end's
+#if defined(__SANITIZE_THREAD__)
+  // ThreadSanitizer faults in the shadow of each first write to the buffer;
+  // the plain and AddressSanitizer builds check ferret's own faults.
+  MESSAGE("page faults inside the first region not checked under ThreadSanitizer: "
+          << readings.faults_before[1] - readings.faults_before[0]);
+#else
   CHECK(readings.faults_before[1] == readings.faults_before[0]);
+#endif
 }
 
 }  // namespace

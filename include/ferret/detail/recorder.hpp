@@ -73,10 +73,13 @@ FERRET_DSO_LOCAL FERRET_NOINLINE inline const runtime_api* resolve_runtime() noe
 }
 
 // The runtime's function table, attaching on first use; nullptr without a
-// runtime, or with one that records nothing in this process.
+// runtime, or with one that records nothing in this process. Also attaches
+// when the mode says recording but the table is not stored yet: another
+// thread's attach published the mode and has not stored the table (its
+// event would otherwise be lost, uncounted); attaching again is harmless.
 FERRET_DSO_LOCAL inline const runtime_api* runtime() noexcept {
   if (const runtime_api* api = g_api.load(std::memory_order_acquire)) return api;
-  if (g_mode.load(std::memory_order_relaxed) == mode_unresolved) return resolve_runtime();
+  if (g_mode.load(std::memory_order_relaxed) != mode_off) return resolve_runtime();
   return nullptr;
 }
 
