@@ -182,9 +182,9 @@ TEST_CASE("FERRET_BACKEND: each name that is no backend gets its line, the backe
       {"CHROME,Tau", {}, {"run.json", "run/profile.0.0.0"}},
       {" chrome , ,tau,", {}, {"run.json", "run/profile.0.0.0"}},
       {"chrome,,chrome", {}, {"run.json"}},
-      {"chrome,json", {"unknown backend 'json' in FERRET_BACKEND (did you mean chrome? it writes Chrome-trace JSON"}, {"run.json"}},
-      {"Perfetto", {"unknown backend 'perfetto' in FERRET_BACKEND (did you mean chrome? it writes Chrome-trace JSON"}, {}},
-      {"vampir,chrome", {"unknown backend 'vampir' in FERRET_BACKEND (did you mean otf2? it writes an OTF2 archive"}, {"run.json"}},
+      {"chrome,json", {"unknown backend 'json' in FERRET_BACKEND (did you mean chrome? it writes Chrome trace JSON for Perfetto"}, {"run.json"}},
+      {"Perfetto", {"unknown backend 'perfetto' in FERRET_BACKEND (did you mean chrome? it writes Chrome trace JSON for Perfetto"}, {}},
+      {"vampir,chrome", {"unknown backend 'vampir' in FERRET_BACKEND (did you mean otf2? it writes OTF2 archive for Vampir"}, {"run.json"}},
       {"chrome,cupti",
        {"'cupti' in FERRET_BACKEND is a collector, not a backend: CUDA kernels, copies, memsets, "
         "allocations and API calls, through CUPTI; enabled by linking ferret::cuda"},

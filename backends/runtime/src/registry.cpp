@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cctype>
 #include <mutex>
+#include <string_view>
+#include <utility>
 
 #include "ferret/runtime/components.hpp"
 
@@ -109,31 +111,22 @@ std::string nearest_name(std::string_view name, const std::vector<std::string>& 
 
 namespace {
 
-// What a newcomer may type for an output: the reader or the format's name.
-// Suggested, never accepted in its place: the name stays one per backend.
-struct output_alias {
-  const char* typed;
-  const char* backend;
-  const char* writes;
-};
-constexpr output_alias output_aliases[] = {
-    {"perfetto", "chrome", "Chrome-trace JSON, which Perfetto and chrome://tracing open"},
-    {"json", "chrome", "Chrome-trace JSON, which Perfetto and chrome://tracing open"},
-    {"trace", "chrome", "Chrome-trace JSON, which Perfetto and chrome://tracing open"},
-    {"vampir", "otf2", "an OTF2 archive, which Vampir and the Score-P tools open"},
-    {"scorep", "otf2", "an OTF2 archive, which Vampir and the Score-P tools open"},
-    {"score-p", "otf2", "an OTF2 archive, which Vampir and the Score-P tools open"},
-    {"paraprof", "tau", "TAU profiles, which ParaProf, pprof and hatchet open"},
-    {"pprof", "tau", "TAU profiles, which ParaProf, pprof and hatchet open"},
-    {"html", "report", "an HTML page of the run"},
-    {"text", "summary", "a text summary on stderr"},
+// What a newcomer may type for an output: the reader's or the format's name,
+// and the backend that writes for it. Suggested, never accepted in its place:
+// the name stays one per backend.
+constexpr std::pair<std::string_view, std::string_view> output_aliases[] = {
+    {"perfetto", "chrome"}, {"json", "chrome"},      {"trace", "chrome"},  {"vampir", "otf2"},
+    {"scorep", "otf2"},     {"score-p", "otf2"},     {"paraprof", "tau"},  {"pprof", "tau"},
+    {"html", "report"},     {"text", "summary"},
 };
 
 // "did you mean X? " for a reader's or format's name, or a name two edits
 // from one of `known`; empty when nothing is near.
 std::string suggestion_for(const std::string& name, const std::vector<std::string>& known) {
-  for (const output_alias& alias : output_aliases)  // names come lower-cased (settings)
-    if (name == alias.typed) return fmt::format("did you mean {}? it writes {}; ", alias.backend, alias.writes);
+  for (const auto& [typed, backend] : output_aliases)  // names come lower-cased (settings)
+    if (name == typed)
+      for (const component& c : components())
+        if (c.name == backend) return fmt::format("did you mean {}? it writes {}; ", c.name, c.what);
   const std::string nearest = nearest_name(name, known);
   return nearest.empty() ? "" : fmt::format("did you mean {}? ", nearest);
 }
