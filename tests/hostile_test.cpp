@@ -39,11 +39,7 @@ struct run_result {
 
 fs::path fresh_directory() {
   static int counter = 0;
-  const fs::path directory = fs::temp_directory_path() / ("ferret-hostile-test-" + std::to_string(getpid()) +
-                                                          "-" + std::to_string(++counter));
-  fs::remove_all(directory);
-  fs::create_directories(directory);
-  return directory;
+  return ferret::testing::fresh_directory("hostile-test", std::to_string(++counter));
 }
 
 run_result run_in(const fs::path& directory, const std::vector<std::string>& command,

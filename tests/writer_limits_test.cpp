@@ -25,11 +25,7 @@ namespace {
 
 fs::path fresh_directory() {
   static int counter = 0;
-  const fs::path directory = fs::temp_directory_path() / ("ferret-writer-limits-" + std::to_string(getpid()) +
-                                                          "-" + std::to_string(++counter));
-  fs::remove_all(directory);
-  fs::create_directories(directory);
-  return directory;
+  return ferret::testing::fresh_directory("writer-limits", std::to_string(++counter));
 }
 
 program_result run_app(const fs::path& directory, const std::vector<std::string>& arguments,

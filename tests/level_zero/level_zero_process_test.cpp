@@ -22,11 +22,7 @@ using nlohmann::json;
 namespace {
 
 fs::path fresh_directory(const std::string& name) {
-  const fs::path directory =
-      fs::temp_directory_path() / ("ferret-level-zero-test-" + std::to_string(getpid()) + "-" + name);
-  fs::remove_all(directory);
-  fs::create_directories(directory);
-  return directory;
+  return ferret::testing::fresh_directory("level-zero-test", name);
 }
 
 ferret::testing::environment driver_environment() {

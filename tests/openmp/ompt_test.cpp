@@ -33,13 +33,7 @@ struct traced_run {
   ferret::trace_check::report check;
 };
 
-fs::path fresh_directory(const std::string& name) {
-  const fs::path directory =
-      fs::temp_directory_path() / ("ferret-ompt-test-" + std::to_string(getpid()) + "-" + name);
-  fs::remove_all(directory);
-  fs::create_directories(directory);
-  return directory;
-}
+fs::path fresh_directory(const std::string& name) { return ferret::testing::fresh_directory("ompt-test", name); }
 
 // Runs `command` with the chrome backend writing trace.json in a fresh directory.
 traced_run run_traced(const std::string& name, const std::vector<std::string>& command,

@@ -16,6 +16,14 @@
 
 namespace ferret::testing {
 
+std::filesystem::path fresh_directory(const std::string& test, const std::string& name) {
+  const std::filesystem::path directory = std::filesystem::temp_directory_path() /
+                                          ("ferret-" + test + "-" + std::to_string(getpid()) + "-" + name);
+  std::filesystem::remove_all(directory);
+  std::filesystem::create_directories(directory);
+  return directory;
+}
+
 std::string read_file(const std::filesystem::path& path) {
   std::ifstream in{path, std::ios::binary};
   return std::string{std::istreambuf_iterator<char>{in}, std::istreambuf_iterator<char>{}};

@@ -33,6 +33,10 @@ program_result run_program(const std::filesystem::path& directory,
                            const std::vector<std::string>& command, const environment& variables,
                            std::chrono::milliseconds time_limit = std::chrono::milliseconds{0});
 
+/// An empty directory for one test's files, made again if it exists:
+/// <temp>/ferret-<test>-<pid>-<name>.
+std::filesystem::path fresh_directory(const std::string& test, const std::string& name);
+
 /// The whole file; empty if it cannot be read.
 std::string read_file(const std::filesystem::path& path);
 
