@@ -44,7 +44,10 @@
 #            whose torch sees the GPU.
 #   train    2 000 training steps of a small MLP (µs per step), the same rows.
 # R is 11 for storm and getters, 5 for loop, torch and train; --quick: 9 and 3, and
-# half the launches, calls, iterations and operations; --repeats N: N for all.
+# half the launches, calls, iterations and operations; --repeats N: N for all;
+# --repeats N,M: N for storm and getters, M for the others. --rows REGEX keeps
+# bare and the rows whose label matches the extended regular expression (a
+# verdict pass needs fewer rows run more often than the whole breakdown).
 # Columns: median and minimum, what a row adds to bare (median − median, and
 # min − min), the ratio to bare, the records CUPTI delivered per run (raw
 # subscriber) or the events of ferret's chrome trace, the most any run
@@ -57,7 +60,8 @@
 set -uo pipefail
 
 usage() {
-  echo "usage: $0 <build-dir> [--quick] [--repeats N] [--only storm,getters,loop,torch,train]" >&2
+  echo "usage: $0 <build-dir> [--quick] [--repeats N[,M]] [--rows REGEX]" \
+       "[--only storm,getters,loop,torch,train]" >&2
   exit 1
 }
 [[ $# -ge 1 ]] || usage
@@ -65,13 +69,18 @@ build_dir=$1
 shift
 quick=0
 repeats=
+row_pattern=
 only=storm,getters,loop,torch,train
 while [[ $# -gt 0 ]]; do
   case $1 in
     --quick) quick=1 ;;
     --repeats)
-      [[ $# -ge 2 && $2 =~ ^[1-9][0-9]*$ ]] || usage
+      [[ $# -ge 2 && $2 =~ ^[1-9][0-9]*(,[1-9][0-9]*)?$ ]] || usage
       repeats=$2
+      shift ;;
+    --rows)
+      [[ $# -ge 2 && -n $2 ]] || usage
+      row_pattern=$2
       shift ;;
     --only)
       [[ $# -ge 2 && $2 =~ ^(storm|getters|loop|torch|train)(,(storm|getters|loop|torch|train))*$ ]] || usage
@@ -86,7 +95,7 @@ if ((quick)); then
 else
   launches=100000 calls=700000 iterations=200 torch_ops=20000 train_steps=2000 fine=11 coarse=5
 fi
-[[ -n $repeats ]] && fine=$repeats coarse=$repeats
+[[ -n $repeats ]] && fine=${repeats%,*} coarse=${repeats#*,}
 wanted() { [[ ,$only, == *,$1,* ]]; }
 
 program=$build_dir/bin/ferret-cuda-overhead
@@ -251,6 +260,9 @@ run_table() {
     for row in "$@"; do
       local -a how
       read -r -a how <<<"${row#*|}"
+      if [[ -n $row_pattern && ${how[0]} != bare ]] && ! grep -qE -- "$row_pattern" <<<"${row%%|*}"; then
+        continue
+      fi
       if [[ ${how[0]} == ferret && -z $injection ]]; then continue; fi
       run_once "$table" "${row%%|*}" "${how[@]}"
     done
@@ -284,12 +296,6 @@ if wanted torch; then
   fi
 fi
 
-echo "ferret-cuda-overhead: tables $only" >&2
-wanted storm && run_table storm "$fine" "${storm_rows[@]}"
-wanted getters && run_table getters "$fine" "${getters_rows[@]}"
-wanted loop && run_table loop "$coarse" "${loop_rows[@]}"
-wanted torch && [[ -z $torch_note ]] && run_table torch "$coarse" "${torch_rows[@]}"
-wanted train && [[ -z $torch_note ]] && run_table train "$coarse" "${train_rows[@]}"
 
 # stats table label: "median|min|runs ok|runs|median records|most dropped"
 # (empty when none; "|" because read collapses empty tab-separated fields)
@@ -389,6 +395,11 @@ report() {
     echo "Target: ferret's added time per launch ≤ 1.2× the kernel kind's:" \
          "$(shown %.2f× "$by_median") by medians ($(verdict "$by_median" 1.2))," \
          "$(shown %.2f× "$by_min") by minima ($(verdict "$by_min" 1.2))."
+    local median low high rounds
+    IFS='|' read -r median low high rounds <<<"$(round_ratios storm \
+      "ferret, FERRET_CUDA_API=work (default)" "CUPTI kernel kind alone")"
+    echo "Round by round: $(shown %.2f× "$median") median, $(shown %.2f "$low")–$(shown %.2f× "$high")" \
+         "over $rounds rounds."
     ratios=$(added_ratio storm "ferret, FERRET_CUDA_API=work (default)" \
                                "ferret's kinds and callbacks (CUPTI's part of ferret)")
     IFS='|' read -r by_median by_min <<<"$ratios"
@@ -438,8 +449,29 @@ report() {
 # Issue 27's targets for a PyTorch table: ferret's added time (median over
 # bare's) at most 0.7x torch.profiler's, with Python call paths against
 # with_stack=True and without (FERRET_PYTHON=0) against the plain profiler.
+# Per-round ratios of added times: in round i, (label_i - bare_i) / (reference_i - bare_i);
+# rows of one round ran next to each other, so the round's machine state cancels.
+round_ratios() {  # table label reference -> "median|min|max|rounds" (empty when none)
+  awk -F'\t' -v table="$1" -v label="$2" -v reference="$3" '
+    $1 != table || $3 == "" { if ($1 == table) ++seen[$2]; next }
+    { i = ++seen[$2]; value[$2, i] = $3 + 0; have[$2, i] = 1 }
+    END {
+      n = 0
+      for (i = 1; i <= seen["bare"]; ++i) {
+        if (!have["bare", i] || !have[label, i] || !have[reference, i]) continue
+        d = value[reference, i] - value["bare", i]
+        if (d <= 0) continue
+        r[++n] = (value[label, i] - value["bare", i]) / d
+      }
+      if (n == 0) { print "|||0"; exit }
+      for (i = 2; i <= n; ++i) for (j = i; j > 1 && r[j - 1] > r[j]; --j) { t = r[j]; r[j] = r[j - 1]; r[j - 1] = t }
+      m = n % 2 ? r[(n + 1) / 2] : (r[n / 2] + r[n / 2 + 1]) / 2
+      printf "%s|%s|%s|%d\n", m, r[1], r[n], n
+    }' "$results"
+}
+
 torch_verdicts() {  # table
-  local table=$1 bare added_profiler added_stack row ours ratio
+  local table=$1 bare added_profiler added_stack row ours ratio reference_label median low high rounds
   IFS='|' read -r bare _ <<<"$(stats "$table" bare)"
   IFS='|' read -r added_profiler _ <<<"$(stats "$table" "torch.profiler (CPU and CUDA activities)")"
   IFS='|' read -r added_stack _ <<<"$(stats "$table" "torch.profiler with_stack=True")"
@@ -450,18 +482,39 @@ torch_verdicts() {  # table
              "ferret, work, FERRET_PYTHON=0|$added_profiler|without stacks" \
              "ferret, driver, FERRET_PYTHON=0|$added_profiler|without stacks"; do
     IFS='|' read -r ours _ <<<"$(stats "$table" "${row%%|*}")"
+    [[ -z $ours ]] && continue
     IFS='|' read -r _ reference against <<<"$row"
     ratio=$(calc "(v - w) / $([[ -n $reference ]] && echo "$reference" || echo 0)" "$ours" "$bare")
-    [[ -z $reference || -z $ours ]] && ratio=
+    [[ -z $reference ]] && ratio=
+    if [[ $against == with_stack=True ]]; then reference_label="torch.profiler with_stack=True"
+    else reference_label="torch.profiler (CPU and CUDA activities)"; fi
+    IFS='|' read -r median low high rounds <<<"$(round_ratios "$table" "${row%%|*}" "$reference_label")"
     echo "- ${row%%|*}: added $(shown %.3f "$(calc "v - w" "$ours" "$bare")") against torch.profiler" \
-         "$against $(shown %.3f "$reference"): $(shown %.2f× "$ratio") (target ≤ 0.70×: $(verdict "$ratio" 0.7))"
+         "$against $(shown %.3f "$reference"): $(shown %.2f× "$ratio") by medians" \
+         "(target ≤ 0.70×: $(verdict "$ratio" 0.7)); round by round $(shown %.2f× "$median")" \
+         "median, $(shown %.2f "$low")–$(shown %.2f× "$high") over $rounds rounds"
   done
 }
 
-report_text=$(report)
-echo "$report_text"
-if [[ -n ${OUT:-} ]]; then
-  mkdir -p "$OUT"
-  echo "$report_text" >"$OUT/gpu-bench-report.md"
-  cp "$log" "$OUT/gpu-bench-runs.log"
-fi
+# The report of what has run; also on SIGTERM (a device call's time limit), so
+# that a pass cut short still says what its finished rounds measured.
+finish() {
+  report_text=$(report)
+  [[ -n ${1:-} ]] && report_text+=$'\n\n'"$1"
+  echo "$report_text"
+  if [[ -n ${OUT:-} ]]; then
+    mkdir -p "$OUT"
+    echo "$report_text" >"$OUT/gpu-bench-report.md"
+    cp "$log" "$OUT/gpu-bench-runs.log"
+  fi
+  exit 0
+}
+trap 'finish "Stopped early (SIGTERM): the rows above hold the rounds that finished."' TERM
+
+echo "ferret-cuda-overhead: tables $only" >&2
+wanted storm && run_table storm "$fine" "${storm_rows[@]}"
+wanted getters && run_table getters "$fine" "${getters_rows[@]}"
+wanted loop && run_table loop "$coarse" "${loop_rows[@]}"
+wanted torch && [[ -z $torch_note ]] && run_table torch "$coarse" "${torch_rows[@]}"
+wanted train && [[ -z $torch_note ]] && run_table train "$coarse" "${train_rows[@]}"
+finish
