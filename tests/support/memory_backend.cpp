@@ -36,6 +36,7 @@ void memory_backend::clear() {
   g_capture.objects.clear();
   g_capture.gpu_activities.clear();
   g_capture.gpu_devices.clear();
+  g_capture.instruction_samples.clear();
 }
 
 void memory_backend::gpu_device(const runtime::gpu_device_info& device) {
@@ -46,7 +47,7 @@ void memory_backend::gpu_device(const runtime::gpu_device_info& device) {
 void memory_backend::gpu_activities(const runtime::gpu_activity* activities, std::size_t count) {
   std::lock_guard lock{g_mutex};
   for (std::size_t i = 0; i < count; ++i) {
-    captured_gpu_activity out{activities[i], {}, {}, {}};
+    captured_gpu_activity out{activities[i], {}, {}, {}, {}, {}};
     out.context = runtime::context_path(out.activity.launch.context, "/", true);
     if (out.activity.source_object != nullptr) out.source_object = out.activity.source_object->name;
     if (out.activity.destination_object != nullptr)
@@ -54,7 +55,26 @@ void memory_backend::gpu_activities(const runtime::gpu_activity* activities, std
     out.activity.launch.context = nullptr;
     out.activity.source_object = nullptr;
     out.activity.destination_object = nullptr;
+    if (out.activity.samples != nullptr) {
+      out.samples = *out.activity.samples;
+      for (const runtime::gpu_stall_reason*& reason : out.samples->top_reasons) {
+        if (reason != nullptr) out.top_reasons.push_back(reason->name);
+        reason = nullptr;
+      }
+      out.activity.samples = nullptr;
+    }
     g_capture.gpu_activities.push_back(std::move(out));
+  }
+}
+
+void memory_backend::gpu_instruction_samples(const runtime::gpu_instruction_sample* samples,
+                                             std::size_t count) {
+  std::lock_guard lock{g_mutex};
+  for (std::size_t i = 0; i < count; ++i) {
+    const runtime::gpu_instruction_sample& s = samples[i];
+    g_capture.instruction_samples.push_back(
+        {runtime::context_path(s.context, "/", true), s.device, s.function, s.pc_offset,
+         s.file != nullptr ? s.file : "", s.line, s.reason->name, s.reason->stall, s.samples});
   }
 }
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,11 +43,27 @@ struct captured_gpu_activity {
   std::string context;             // context_path(launch.context, "/", true)
   std::string source_object;
   std::string destination_object;
+  std::optional<runtime::gpu_kernel_samples> samples;  // top_reasons cleared
+  std::vector<std::string> top_reasons;
+};
+
+// An instruction sample as delivered, with what its pointers named copied out.
+struct captured_instruction_sample {
+  std::string context;  // context_path(context, "/", true)
+  std::uint32_t device;
+  std::string function;
+  std::uint64_t pc_offset;
+  std::string file;  // "" without line information
+  std::uint32_t line;
+  std::string reason;
+  runtime::gpu_stall stall;
+  double samples;
 };
 
 struct capture {
   std::vector<captured_gpu_activity> gpu_activities;
   std::vector<runtime::gpu_device_info> gpu_devices;
+  std::vector<captured_instruction_sample> instruction_samples;
   std::map<std::uint64_t, captured_thread> threads;  // by tid
   std::vector<captured_object_event> objects;
   runtime::metadata_list user_metadata;
@@ -68,6 +85,8 @@ class memory_backend final : public runtime::backend {
   void flush(const runtime::session_status& status) override;
   void gpu_device(const runtime::gpu_device_info& device) override;
   void gpu_activities(const runtime::gpu_activity* activities, std::size_t count) override;
+  void gpu_instruction_samples(const runtime::gpu_instruction_sample* samples,
+                               std::size_t count) override;
   void abandon() noexcept override {}
   std::string describe() const override { return "memory backend"; }
 };

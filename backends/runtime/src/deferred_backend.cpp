@@ -28,10 +28,16 @@ struct held_object_event {
   data_object_info object;
 };
 struct held_activities {
-  std::vector<gpu_activity> activities;  // name and object pointers point into the holder
+  std::vector<gpu_activity> activities;  // name, object and samples pointers point into the holder
   std::deque<data_object_info> objects;
+  std::deque<gpu_kernel_samples> samples;
 };
-using held_call = std::variant<held_records, held_object_event, gpu_device_info, held_activities>;
+// Instruction samples' pointers (contexts, functions, files, reasons) live as long as the session.
+struct held_samples {
+  std::vector<gpu_instruction_sample> samples;
+};
+using held_call = std::variant<held_records, held_object_event, gpu_device_info, held_activities,
+                               held_samples>;
 
 class deferred_backend final : public backend {
  public:
@@ -104,8 +110,20 @@ class deferred_backend final : public backend {
         held.objects.push_back(*a.destination_object);
         a.destination_object = &held.objects.back();
       }
+      if (a.samples != nullptr) {
+        held.samples.push_back(*a.samples);
+        a.samples = &held.samples.back();
+      }
     }
     held_.emplace_back(std::move(held));
+  }
+
+  void gpu_instruction_samples(const gpu_instruction_sample* samples, std::size_t count) override {
+    if (real_ != nullptr) return real_->gpu_instruction_samples(samples, count);
+    if (failed_) return;
+    const std::size_t kept = admit(count);
+    if (kept == 0) return;
+    held_.emplace_back(held_samples{{samples, samples + kept}});
   }
 
   void join_process_group(process_group& group) override {
@@ -173,6 +191,9 @@ class deferred_backend final : public backend {
   void replay(const gpu_device_info& device) { real_->gpu_device(device); }
   void replay(held_activities& held) {
     real_->gpu_activities(held.activities.data(), held.activities.size());
+  }
+  void replay(held_samples& held) {
+    real_->gpu_instruction_samples(held.samples.data(), held.samples.size());
   }
 
   deferred_opener open_;

@@ -365,6 +365,13 @@ void runtime_state::deliver_gpu_activity(session& s) {
   if (!s.gpu_batch.empty())
     for (auto& out : s.backends) out->gpu_activities(s.gpu_batch.data(), s.gpu_batch.size());
   s.gpu_batch.clear();
+  // Samples after the activities: their launches were matched (and kept) just now.
+  for (const gpu_sample_batch& batch : s.sample_batches)
+    s.gpu_samples.add(batch, s.launches, s.cycle, s.contexts.root());
+  s.sample_batches.clear();
+  if (std::vector<gpu_instruction_sample>& samples = s.gpu_samples.drained(); !samples.empty())
+    for (auto& out : s.backends) out->gpu_instruction_samples(samples.data(), samples.size());
+  s.gpu_samples.clear();
   s.launches.evict(s.cycle);
   s.objects.evict(s.cycle);
 }
@@ -400,6 +407,7 @@ void runtime_state::drain_locked(session& s, bool final) {
   }
   for (collector* source : collectors) {
     source->collect(s.gpu_batch, s.gpu_devices, final);
+    source->collect_samples(s.sample_batches, final);
     source->collect_communication(s.new_communicators, s.communication_batch, final);
   }
   // Before the threads' records: a backend that writes each thread's events in
@@ -454,6 +462,9 @@ void runtime_state::drain_locked(session& s, bool final) {
                                   static_cast<std::int64_t>(s.gpu_without_launch));
     runtime_metadata.emplace_back("gpu-operations-without-api-call",
                                   static_cast<std::int64_t>(s.gpu_without_call));
+    if (s.gpu_samples.unattributed() > 0)
+      runtime_metadata.emplace_back("gpu-instruction-samples-without-launch",
+                                    static_cast<std::int64_t>(s.gpu_samples.unattributed() + 0.5));
     for (collector* source : collectors) source->add_metadata(runtime_metadata);
   }
   if (final) s.final_metadata = runtime_metadata;

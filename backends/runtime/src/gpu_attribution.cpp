@@ -1,5 +1,7 @@
 #include "gpu_attribution.hpp"
 
+#include <algorithm>
+
 namespace ferret::runtime::internal {
 
 context_tree::context_tree() { nodes_.push_back(node{{0, 0, nullptr, nullptr}}); }
@@ -39,6 +41,57 @@ void launch_table::evict(std::uint64_t cycle) {
     else
       ++it;
   }
+}
+
+std::size_t instruction_samples::key_hash::operator()(const key& k) const noexcept {
+  std::size_t h = std::hash<const void*>{}(k.context);
+  h = h * 1000003u ^ std::hash<const void*>{}(k.function);
+  h = h * 1000003u ^ std::hash<std::uint64_t>{}(k.pc_offset);
+  h = h * 1000003u ^ std::hash<const void*>{}(k.reason);
+  return h * 1000003u ^ k.device;
+}
+
+void instruction_samples::add(const gpu_sample_batch& batch, launch_table& launches,
+                              std::uint64_t cycle, const context_node* root) {
+  // Shares by context: launches of one context pool their weights.
+  std::vector<std::pair<const context_node*, double>> shares;
+  double total_weight = 0;
+  for (const gpu_sample_batch::share& share : batch.launches) {
+    if (share.weight <= 0) continue;
+    const std::optional<gpu_launch> launch = launches.find(share.correlation, cycle);
+    const context_node* context = launch && launch->context != nullptr ? launch->context : root;
+    const auto it = std::find_if(shares.begin(), shares.end(),
+                                 [&](const auto& known) { return known.first == context; });
+    if (it == shares.end())
+      shares.emplace_back(context, share.weight);
+    else
+      it->second += share.weight;
+    total_weight += share.weight;
+  }
+  if (shares.empty()) {
+    shares.emplace_back(root, 1.0);
+    total_weight = 1.0;
+  }
+  for (const auto& [context, weight] : shares) {
+    const double fraction = weight / total_weight;
+    for (const gpu_sample_batch::instruction& instruction : batch.instructions) {
+      const double samples = instruction.samples * fraction;
+      if (context == root) unattributed_ += samples;
+      const key k{context, batch.device, batch.function, instruction.pc_offset, instruction.reason};
+      const auto [it, inserted] = index_.try_emplace(k, samples_.size());
+      if (inserted)
+        samples_.push_back(gpu_instruction_sample{context, batch.device, batch.function,
+                                                  instruction.pc_offset, instruction.file,
+                                                  instruction.line, instruction.reason, samples});
+      else
+        samples_[it->second].samples += samples;
+    }
+  }
+}
+
+void instruction_samples::clear() {
+  samples_.clear();
+  index_.clear();
 }
 
 void object_history::registered(const data_object_info& object) {

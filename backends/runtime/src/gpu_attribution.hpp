@@ -17,8 +17,10 @@
 #include <string>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "ferret/runtime/backend.hpp"
+#include "ferret/runtime/runtime.hpp"
 
 namespace ferret::runtime::internal {
 
@@ -110,6 +112,39 @@ class object_history {
 
   std::unordered_map<std::uint64_t, entry> objects_;
   std::deque<release> releases_;  // oldest first
+};
+
+// Instruction samples by calling context: each batch's samples shared among
+// its launches' contexts by weight, summed per (context, device, function,
+// instruction, reason) within one drain. Launches not found (and batches with
+// none) give their share to the root; `unattributed` counts those samples.
+class instruction_samples {
+ public:
+  void add(const gpu_sample_batch& batch, launch_table& launches, std::uint64_t cycle,
+           const context_node* root);
+  // The samples of this drain, then empty again.
+  std::vector<gpu_instruction_sample>& drained() noexcept { return samples_; }
+  void clear();
+  double unattributed() const noexcept { return unattributed_; }
+
+ private:
+  struct key {
+    const context_node* context;
+    std::uint32_t device;
+    const char* function;
+    std::uint64_t pc_offset;
+    const gpu_stall_reason* reason;
+    bool operator==(const key& other) const noexcept {
+      return context == other.context && device == other.device && function == other.function &&
+             pc_offset == other.pc_offset && reason == other.reason;
+    }
+  };
+  struct key_hash {
+    std::size_t operator()(const key& k) const noexcept;
+  };
+  std::vector<gpu_instruction_sample> samples_;
+  std::unordered_map<key, std::size_t, key_hash> index_;  // into samples_
+  double unattributed_ = 0;
 };
 
 // The name of an allocation the runtime tracks by itself: "<api>@<context

@@ -33,6 +33,42 @@ std::string_view to_string(copy_kind kind) noexcept {
   return "unknown";
 }
 
+std::string_view metric_name(gpu_stall stall) noexcept {
+  switch (stall) {
+    case gpu_stall::none: return "GINST:STL_NONE";
+    case gpu_stall::ifet: return "GINST:STL_IFET";
+    case gpu_stall::idep: return "GINST:STL_IDEP";
+    case gpu_stall::gmem: return "GINST:STL_GMEM";
+    case gpu_stall::tmem: return "GINST:STL_TMEM";
+    case gpu_stall::sync: return "GINST:STL_SYNC";
+    case gpu_stall::cmem: return "GINST:STL_CMEM";
+    case gpu_stall::pipe: return "GINST:STL_PIPE";
+    case gpu_stall::mthr: return "GINST:STL_MTHR";
+    case gpu_stall::nsel: return "GINST:STL_NSEL";
+    case gpu_stall::othr: return "GINST:STL_OTHR";
+    case gpu_stall::slp: return "GINST:STL_SLP";
+  }
+  return "GINST:STL_OTHR";
+}
+
+std::string_view describe(gpu_stall stall) noexcept {
+  switch (stall) {
+    case gpu_stall::none: return "issued";
+    case gpu_stall::ifet: return "instruction fetch";
+    case gpu_stall::idep: return "execution dependency";
+    case gpu_stall::gmem: return "global memory";
+    case gpu_stall::tmem: return "texture";
+    case gpu_stall::sync: return "synchronization";
+    case gpu_stall::cmem: return "constant memory";
+    case gpu_stall::pipe: return "pipe busy";
+    case gpu_stall::mthr: return "memory throttle";
+    case gpu_stall::nsel: return "not selected";
+    case gpu_stall::othr: return "other";
+    case gpu_stall::slp: return "sleeping";
+  }
+  return "other";
+}
+
 std::string demangled_kernel_name(const char* mangled) {
   if (mangled == nullptr) return "kernel";
   int status = 0;

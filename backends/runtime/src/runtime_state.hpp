@@ -345,6 +345,8 @@ struct session {
   allocation_names allocations;  // the names of the objects the runtime names itself
   std::vector<gpu_activity> gpu_batch;
   std::vector<gpu_device_info> gpu_devices;
+  std::vector<gpu_sample_batch> sample_batches;  // this drain's, from the collectors
+  instruction_samples gpu_samples;
   std::vector<communicator_info> new_communicators;
   std::vector<communication_event> communication_batch;
   std::uint64_t gpu_operations = 0;

@@ -248,6 +248,75 @@ struct gpu_activity {
   std::uintptr_t destination_address;
   // Kernels, copies, memsets replayed from a CUDA graph: the graph node (0: none).
   std::uint64_t graph_node;
+  // Kernels, with instruction sampling on (FERRET_CUDA_PC_SAMPLING): the samples
+  // attributed to this launch; nullptr otherwise. Valid for the call.
+  const struct gpu_kernel_samples* samples;
+};
+
+// ---------------------------------------------------------------------------
+// Inside GPU kernels: instruction samples (CUPTI's PC sampling). At a fixed
+// period of cycles each SM's sampler picks a warp and notes the instruction it
+// is at and why it did not issue; summed per instruction, the samples say
+// where a kernel spends its time and what it waits for.
+
+/// Why a sampled warp did not issue, in the classes of HPCToolkit's GPU
+/// instruction metrics (GINST:STL_*). Vendors name their reasons per GPU
+/// generation; a collector maps each of its own onto a class and keeps its name
+/// beside it (gpu_stall_reason). docs/gpu-inside.md has the table.
+enum class gpu_stall : std::uint8_t {
+  none,  // STL_NONE: issued (the warp was selected)
+  ifet,  // STL_IFET: instruction fetch, branch resolving
+  idep,  // STL_IDEP: waiting for an earlier instruction's result (execution dependency)
+  gmem,  // STL_GMEM: waiting for global or local memory
+  tmem,  // STL_TMEM: texture unit queue full
+  sync,  // STL_SYNC: barrier or memory barrier
+  cmem,  // STL_CMEM: constant memory (immediate constant cache miss)
+  pipe,  // STL_PIPE: the execution pipe is busy
+  mthr,  // STL_MTHR: memory throttle (too many memory requests in flight)
+  nsel,  // STL_NSEL: eligible, but another warp was selected
+  othr,  // STL_OTHR: other reasons
+  slp,   // STL_SLP: sleeping
+};
+inline constexpr std::size_t gpu_stall_classes = 12;
+/// HPCToolkit's metric name: "GINST:STL_NONE", "GINST:STL_IFET", ...
+FERRET_EXPORT std::string_view metric_name(gpu_stall stall) noexcept;
+/// A few words for a table's heading: "issued", "instruction fetch", ...
+FERRET_EXPORT std::string_view describe(gpu_stall stall) noexcept;
+
+/// A stall reason as the vendor names it, with its class. Lives as long as the session.
+struct gpu_stall_reason {
+  std::uint32_t id;  // dense, in order of first use
+  std::string name;  // CUPTI's name without its metric prefix: "long_scoreboard", "selected"
+  gpu_stall stall;
+};
+
+/// Samples at one instruction with one stall reason, from the launches of one
+/// calling context: what a source view shows. Samples are counts, fractional
+/// where one interval's samples of a function were shared among several
+/// launches of it (continuous sampling does not say which launch a sample
+/// came from; docs/gpu-inside.md says how they are shared).
+struct gpu_instruction_sample {
+  const context_node* context;  // the launches' calling context; the root when not known
+  std::uint32_t device;
+  const char* function;  // the function holding the instruction (mangled); lives as long as the session
+  std::uint64_t pc_offset;  // of the instruction in its function
+  const char* file;  // source file from the cubin's line table; nullptr without line information
+  std::uint32_t line;  // 0 without line information
+  const gpu_stall_reason* reason;
+  double samples;
+};
+
+/// One kernel launch's samples, for a trace event's arguments (gpu_activity::samples).
+struct gpu_kernel_samples {
+  double samples;                      // GINST: every sample attributed to the launch
+  double by_stall[gpu_stall_classes];  // per class, indexed by gpu_stall; they sum to `samples`
+  // GSAMP:EXP: the samples the launch's duration allows (every SM busy, one per
+  // period); samples / expected is its GSAMP:UTIL.
+  double expected;
+  std::uint32_t period_cycles;  // GSAMP:PER: cycles between two samples of an SM
+  // Its most sampled stall reasons (not "selected"), most first; nullptr past the last.
+  const gpu_stall_reason* top_reasons[3];
+  double top_reason_samples[3];
 };
 
 // ---------------------------------------------------------------------------
@@ -360,6 +429,11 @@ class backend {
   virtual void gpu_device(const gpu_device_info& /*device*/) {}
   /// GPU operations of one drain, in no particular order.
   virtual void gpu_activities(const gpu_activity* /*activities*/, std::size_t /*count*/) {}
+  /// GPU instruction samples of one drain (FERRET_CUDA_PC_SAMPLING), after that
+  /// drain's activities; one entry per (context, device, function, instruction,
+  /// reason) in a call, but a later drain may add to the same key.
+  virtual void gpu_instruction_samples(const gpu_instruction_sample* /*samples*/,
+                                       std::size_t /*count*/) {}
   /// The processes of the run know each other now (MPI_Init returned, see
   /// runtime.hpp): a backend that writes one output for all processes agrees on
   /// it here, collectively. Called once, on the thread that initialised the

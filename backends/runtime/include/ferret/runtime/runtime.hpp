@@ -50,6 +50,28 @@ FERRET_EXPORT std::uint64_t register_allocation(std::string_view api, std::uint6
 /// Ends the allocation's object (no-op for addresses that start none).
 FERRET_EXPORT void unregister_allocation(const void* address) noexcept;
 
+/// Instruction samples of one function on one device from one collection
+/// interval, and the launches they are shared among: the runtime gives each
+/// launch's calling context the share `weight / sum of weights` of every
+/// instruction's samples (a collector that knows the launch exactly gives one).
+struct gpu_sample_batch {
+  struct instruction {
+    std::uint64_t pc_offset;
+    const char* file;  // nullptr without line information; lives as long as the session
+    std::uint32_t line;
+    const gpu_stall_reason* reason;  // lives as long as the session
+    std::uint32_t samples;
+  };
+  struct share {
+    std::uint64_t correlation;  // the launching call's, as in gpu_activity::launch
+    double weight;              // e.g. the launch's time in the interval
+  };
+  std::uint32_t device = 0;
+  const char* function = nullptr;  // mangled; lives as long as the session
+  std::vector<instruction> instructions;
+  std::vector<share> launches;  // empty: no launch known (the samples go to the root)
+};
+
 /// A source of activity that happens outside the program's threads (a GPU).
 /// The runtime calls it on the draining thread at the start of every drain,
 /// before it drains the threads' buffers, so that the launch of every
@@ -70,6 +92,9 @@ class collector {
   virtual void collect_communication(std::vector<communicator_info>& /*new_communicators*/,
                                      std::vector<communication_event>& /*events*/,
                                      bool /*final*/) {}
+  /// Appends the instruction samples taken since the last call (after
+  /// collect() of the same drain); collectors that sample instructions only.
+  virtual void collect_samples(std::vector<gpu_sample_batch>& /*batches*/, bool /*final*/) {}
   /// Adds the collector's counts (records, losses) to the output's metadata.
   virtual void add_metadata(metadata_list& metadata) const = 0;
   /// In a fork() child: stop without touching the parent's state.
