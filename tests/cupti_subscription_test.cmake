@@ -13,3 +13,9 @@ target_link_libraries(cupti_subscription_test PRIVATE ferret_cupti_subscription 
 add_dependencies(cupti_subscription_test ferret-cuda-linked-app)
 add_test(NAME cupti_subscription_test COMMAND cupti_subscription_test)
 set_tests_properties(cupti_subscription_test PROPERTIES LABELS "unit;process")
+
+# Instruction samples: stall reasons, settings, cubins kept, attribution (no GPU).
+add_executable(cupti_sampling_test ${CMAKE_CURRENT_LIST_DIR}/cupti_sampling_test.cpp)
+target_link_libraries(cupti_sampling_test PRIVATE ferret_cupti_sampling doctest_main ferret_warnings)
+add_test(NAME cupti_sampling_test COMMAND cupti_sampling_test)
+set_tests_properties(cupti_sampling_test PROPERTIES LABELS "unit")

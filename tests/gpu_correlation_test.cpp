@@ -36,7 +36,13 @@ std::uint64_t this_tid() { return static_cast<std::uint64_t>(syscall(SYS_gettid)
 class fake_collector final : public ferret::runtime::collector {
  public:
   std::vector<gpu_activity> queued;
+  std::vector<ferret::runtime::gpu_sample_batch> queued_samples;
   int abandoned = 0;
+
+  void collect_samples(std::vector<ferret::runtime::gpu_sample_batch>& batches, bool) override {
+    batches.insert(batches.end(), queued_samples.begin(), queued_samples.end());
+    queued_samples.clear();
+  }
 
   void collect(std::vector<gpu_activity>& activities,
                std::vector<ferret::runtime::gpu_device_info>& devices, bool) override {
@@ -132,6 +138,65 @@ TEST_CASE("a GPU operation gets the launching thread, time and calling context")
   CHECK(std::count_if(records.begin(), records.end(),
                       [](const auto& r) { return r.name == "cudaLaunchKernel"; }) == 2);
   CHECK(metadata_count(c, "fake-records-dropped") == 3);
+}
+
+TEST_CASE("instruction samples: each launch's context gets its share, summed per instruction") {
+  fake_collector& source = collector();
+  memory_backend::clear();
+  const std::int64_t before = monotonic_raw_ns();
+  {
+    ferret::region solve{"solve"};
+    api_call("cudaLaunchKernel", 61);
+    api_call("cudaLaunchKernel", 62);  // same context: the two pool their weights
+  }
+  {
+    ferret::region other{"other"};
+    api_call("cudaLaunchKernel", 63);
+  }
+  for (std::uint64_t correlation = 61; correlation <= 63; ++correlation)
+    source.queued.push_back(kernel(correlation, before + 5000));
+  static const ferret::runtime::gpu_stall_reason wait{0, "long_scoreboard", ferret::runtime::gpu_stall::gmem};
+  ferret::runtime::gpu_sample_batch batch;
+  batch.function = "_Z6kernelv";
+  batch.instructions = {{0x40, "/src/k.cu", 12, &wait, 100}, {0x50, "/src/k.cu", 13, &wait, 40}};
+  batch.launches = {{61, 1.0}, {62, 1.0}, {63, 2.0}};
+  source.queued_samples.push_back(batch);
+  // Another batch of the same drain at the same instruction: summed; one with
+  // an unknown launch: to the root, counted.
+  ferret::runtime::gpu_sample_batch again = batch;
+  again.instructions = {{0x40, "/src/k.cu", 12, &wait, 20}};
+  again.launches = {{63, 1.0}};
+  source.queued_samples.push_back(again);
+  ferret::runtime::gpu_sample_batch lost = batch;
+  lost.instructions = {{0x40, "/src/k.cu", 12, &wait, 8}};
+  lost.launches = {{999, 1.0}};
+  source.queued_samples.push_back(lost);
+  ferret::flush();
+
+  const capture c = memory_backend::snapshot();
+  const auto samples_at = [&](const std::string& context, std::uint64_t pc) {
+    double total = 0;
+    int entries = 0;
+    for (const auto& s : c.instruction_samples)
+      if (s.context == context && s.pc_offset == pc) {
+        total += s.samples;
+        ++entries;
+        CHECK(s.reason == "long_scoreboard");
+        CHECK(s.function == "_Z6kernelv");
+      }
+    CHECK(entries <= 1);  // one entry per key in a drain
+    return total;
+  };
+  CHECK(samples_at("solve/cudaLaunchKernel", 0x40) == doctest::Approx(50));
+  CHECK(samples_at("solve/cudaLaunchKernel", 0x50) == doctest::Approx(20));
+  CHECK(samples_at("other/cudaLaunchKernel", 0x40) == doctest::Approx(50 + 20));
+  CHECK(samples_at("other/cudaLaunchKernel", 0x50) == doctest::Approx(20));
+  CHECK(samples_at("", 0x40) == doctest::Approx(8));
+  for (const auto& s : c.instruction_samples) {
+    CHECK(s.file == "/src/k.cu");
+    CHECK(s.line == (s.pc_offset == 0x40 ? 12u : 13u));
+  }
+  CHECK(metadata_count(c, "gpu-instruction-samples-without-launch") == 8);
 }
 
 TEST_CASE("work a named thread launches outside every region has the thread as its context") {

@@ -124,7 +124,8 @@ void runtime_state::report(session& s) {
   for (const auto& [key, value] : s.final_metadata) {
     const auto* count = std::get_if<std::int64_t>(&value);
     if (count != nullptr && *count > 0 &&
-        (key.find("dropped") != std::string::npos || key == "gpu-operations-without-launch") &&
+        (key.find("dropped") != std::string::npos ||
+         key.find("-without-launch") != std::string::npos) &&
         key.rfind("events-dropped", 0) != 0)
       message("{}: {}", key, *count);
   }

@@ -35,6 +35,7 @@
 
 #include "api_calls.hpp"
 #include "api_table.hpp"
+#include "pc_sampling.hpp"
 #include "ferret/runtime/api_policy.hpp"
 #include "ferret/runtime/context_source.hpp"
 #include "ferret/runtime/runtime.hpp"
@@ -98,6 +99,9 @@ class cuda_collector final : public runtime::collector {
 
   void collect(std::vector<gpu_activity>& activities, std::vector<gpu_device_info>& new_devices,
                bool final) override;
+  void collect_samples(std::vector<runtime::gpu_sample_batch>& batches, bool /*final*/) override {
+    if (sampler_ != nullptr) sampler_->hand_over(batches);
+  }
   void add_metadata(runtime::metadata_list& metadata) const override;
   void abandon() noexcept override;
 
@@ -130,6 +134,7 @@ class cuda_collector final : public runtime::collector {
   CUpti_SubscriberHandle subscriber_{};
   // Set once in subscribe(), before any API callback is enabled.
   std::unique_ptr<api_calls> calls_;
+  std::unique_ptr<pc_sampler> sampler_;  // FERRET_CUDA_PC_SAMPLING; set once in subscribe()
   driver_entry_points driver_;
   bool driver_loaded_ = false;
   bool using_timestamp_callback_ = false;
@@ -206,6 +211,15 @@ void cuda_collector::subscribe() {
   }
   calls_ = std::make_unique<api_calls>(*setting, api_calls::services{device_of_context, deliver_records});
   driver_loaded_ = driver_.load();
+  const char* sampling = std::getenv("FERRET_CUDA_PC_SAMPLING");
+  if (const std::optional<pc_sampling_setting> parsed = parse_pc_sampling(sampling); !parsed) {
+    runtime::print_message(fmt::format("FERRET_CUDA_PC_SAMPLING='{}' is not valid (expected 0, 1, "
+                                       "or 5 to 31 for a sample every 2^N cycles); no instruction "
+                                       "samples",
+                                       sampling));
+  } else if (parsed->on) {
+    sampler_ = std::make_unique<pc_sampler>(*parsed, driver_loaded_ ? driver_.get_attribute : nullptr);
+  }
   // Before any kind is enabled, so that every record uses it.
   using_timestamp_callback_ =
       cuptiActivityRegisterTimestampCallback(timestamp_callback) == CUPTI_SUCCESS;
@@ -239,6 +253,9 @@ void cuda_collector::subscribe() {
   cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED);
   cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE,
                       CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
+  // Cubins, for the source lines of instruction samples.
+  if (sampler_ != nullptr)
+    cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_LOADED);
   // CUDA graphs: which data objects a replayed copy or memset touches.
   for (const CUpti_CallbackId id : {CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED})
     cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, id);
@@ -288,7 +305,13 @@ void cuda_collector::subscribe_api_calls(const cuda_api_setting& setting) {
 
 void cuda_collector::on_resource(CUpti_CallbackId id, const CUpti_ResourceData& resource) {
   if (id == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
+    if (sampler_ != nullptr) sampler_->context_destroying(resource.context);
     force_flush();  // the context's records, before it goes
+    return;
+  }
+  if (id == CUPTI_CBID_RESOURCE_MODULE_LOADED) {
+    if (sampler_ != nullptr)
+      sampler_->module_loaded(*static_cast<const CUpti_ModuleResourceData*>(resource.resourceDescriptor));
     return;
   }
   if (id == CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED || id == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED) {
@@ -306,6 +329,7 @@ void cuda_collector::on_resource(CUpti_CallbackId id, const CUpti_ResourceData& 
     decoder_.add_context({context, device});
   }
   describe_device(device);
+  if (sampler_ != nullptr) sampler_->context_created(resource.context, device);
 }
 
 void cuda_collector::on_graph_node(CUpti_CallbackId id, const CUpti_GraphData& graph) {
@@ -444,9 +468,13 @@ void cuda_collector::refresh_offset() noexcept {
 }
 
 void cuda_collector::collect(std::vector<gpu_activity>& activities,
-                             std::vector<gpu_device_info>& new_devices, bool /*final*/) {
+                             std::vector<gpu_device_info>& new_devices, bool final) {
   if (!active_.load()) return;
   if (!using_timestamp_callback_) refresh_offset();
+  // Samples first: every kernel that ended before this point has its record
+  // in the flush below (sample_attribution.hpp).
+  const std::int64_t now = monotonic_raw_ns();
+  if (sampler_ != nullptr) sampler_->take(now);
   // Forced: also the records of buffers not yet full, so that the trace keeps
   // up with the program and memory stays bounded.
   force_flush();
@@ -458,6 +486,7 @@ void cuda_collector::collect(std::vector<gpu_activity>& activities,
     new_devices_.clear();
   }
   calls_->name_objects(done);
+  if (sampler_ != nullptr) sampler_->attribute(done, now, final);
   activities.insert(activities.end(), done.begin(), done.end());
 }
 
@@ -474,6 +503,7 @@ void cuda_collector::add_metadata(runtime::metadata_list& metadata) const {
   metadata.emplace_back("cupti-records-bad-timestamps-dropped", count(records_bad_time_));
   metadata.emplace_back("cupti-overhead-ns", count(overhead_ns_));
   calls_->add_metadata(metadata);
+  if (sampler_ != nullptr) sampler_->add_metadata(metadata);
 }
 
 void cuda_collector::abandon() noexcept {
