@@ -55,6 +55,11 @@ constexpr setting table[] = {
      "driver: the same work seen at the driver calls the runtime makes (cuLaunchKernel for "
      "cudaLaunchKernel), no runtime callback at all: the runtime's other calls cost nothing. "
      "all: every runtime call."},
+    {"FERRET_CUDA_PC_SAMPLING", "0, 1, or 5 to 31", "0",
+     "CUDA collector: instruction samples with stall reasons (CUPTI's PC sampling, continuous: "
+     "concurrent kernels stay concurrent), by source line where the code has line information "
+     "(-lineinfo) and by the calling context of the launch. 1: at CUPTI's period for the GPU; "
+     "N: a sample every 2^N cycles per SM. 0: off, nothing subscribed. See docs/gpu-inside.md."},
     {"FERRET_LEVEL_ZERO_API", "work, work-uncounted or all", "work",
      "Level Zero collector: which API calls become regions, as FERRET_CUDA_API (metadata "
      "level-zero-api-unrecorded:<call>). all: every call the collector traces."},
