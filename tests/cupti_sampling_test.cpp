@@ -225,3 +225,24 @@ TEST_CASE("attribution: kernels of unsampled devices pass at once, without sampl
   REQUIRE(activities.size() == 1);
   CHECK(activities[0].samples == nullptr);
 }
+
+TEST_CASE("attribution: samples later than the latency go to the launches just released") {
+  sample_attribution samples{10 * ms};
+  samples.set_device(0, {});
+  static const char* const kernel_name = "k";
+  std::vector<rt::gpu_activity> activities{kernel("k", 9, 10 * ms, 20 * ms)};
+  samples.hold_kernels(activities);
+  std::vector<rt::gpu_sample_batch> batches;
+  samples.collected(100 * ms);
+  samples.release(100 * ms, false, activities, batches);
+  REQUIRE(activities.size() == 1);  // released without samples
+  CHECK(activities[0].samples->samples == 0);
+  samples.add(0, kernel_name, 0x10, nullptr, 0, &barrier, 12);  // decoded late
+  samples.collected(300 * ms);
+  activities.clear();
+  samples.release(300 * ms, false, activities, batches);
+  REQUIRE(batches.size() == 1);
+  REQUIRE(batches[0].launches.size() == 1);
+  CHECK(batches[0].launches[0].correlation == 9);  // its context, not the root
+  CHECK(samples.pending_functions() == 0);
+}

@@ -34,7 +34,9 @@
 #            also give kernels_joined: kernel records whose correlation id a
 #            launch callback saw.
 #   loop     200 iterations of saxpy + 4096³ bf16 GEMM + a 4-byte copy back
-#            (ms per iteration): bare, the classic minimal tracer, ferret.
+#            (ms per iteration): bare, the classic minimal tracer, ferret;
+#            ferret with instruction samples, and Nsight Compute's source
+#            counters (kernel replay, 10 iterations) for the same view.
 #   torch    20 000 small PyTorch operations (µs per operation,
 #            ferret-torch-small-ops.py): bare; ferret with FERRET_CUDA_API=work
 #            and driver, each with and without Python call paths
@@ -99,6 +101,7 @@ fi
 wanted() { [[ ,$only, == *,$1,* ]]; }
 
 program=$build_dir/bin/ferret-cuda-overhead
+ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
 ferret_run=$build_dir/bin/ferret-run
 collector=$build_dir/lib/libferret_cupti.so
 torch_script=$build_dir/bin/ferret-torch-small-ops.py
@@ -167,6 +170,8 @@ loop_rows=(
   "classic minimal tracer|cupti all none"
   "ferret, work (default)|ferret work"
   "ferret, driver|ferret driver"
+  "ferret, instruction samples (FERRET_CUDA_PC_SAMPLING=1)|ferret work FERRET_CUDA_PC_SAMPLING=1"
+  "Nsight Compute, SourceCounters (kernel replay; 10 iterations)|ncu"
 )
 torch_rows=(
   "bare|bare"
@@ -198,6 +203,11 @@ row_command() {  # table how...
       [[ $table != torch && $table != train ]] && command+=(--mode=bare) ;;
     cupti) command=("${prefix[@]}" "${workload[@]}" --mode=cupti --kinds="$2" --callbacks="$3") ;;
     profiler) command=("${prefix[@]}" "${workload[@]}" --profiler) ;;
+    ncu)
+      # The same per-line stall view from Nsight Compute: every kernel replayed,
+      # so far fewer iterations (the program times iterations itself).
+      command=("${prefix[@]}" "$ncu" --section SourceCounters -f -o "$work/ncu-loop"
+               "${workload[@]/--iterations=*/--iterations=10}" --mode=bare) ;;
     profiler-stack) command=("${prefix[@]}" "${workload[@]}" --stack) ;;
     ferret)
       # Settings after the API one (FERRET_PYTHON=0) go into the environment.
@@ -264,6 +274,7 @@ run_table() {
         continue
       fi
       if [[ ${how[0]} == ferret && -z $injection ]]; then continue; fi
+      if [[ ${how[0]} == ncu && ! -x $ncu ]]; then continue; fi
       run_once "$table" "${row%%|*}" "${how[@]}"
     done
   done

@@ -149,6 +149,14 @@ if [[ -z ${FERRET_GPU_TEST_CASES:-} ]]; then
   bash "$root/benchmarks/python/run.sh" "$build" 2>&1 | tee "$work/python_benchmark.log"
 fi
 
+# Instruction samples against Nsight Compute (tests/gpu/stall_check.sh); also
+# with a test filter that names it.
+stall_status=none
+if [[ -z ${FERRET_GPU_TEST_CASES:-} || ${FERRET_GPU_TEST_CASES:-} == *stall* ]]; then
+  bash "$root/tests/gpu/stall_check.sh" "$build" "$work/traces/stalls" 2>&1 | tee "$work/stall_check.log"
+  stall_status=${PIPESTATUS[0]}
+fi
+
 # Peer copies and the device×device matrix on two GPUs (tests/gpu/peer_copies.sh);
 # skipped with fewer than two GPUs.
 peer_status=none
@@ -195,6 +203,10 @@ esac
     echo "tests/gpu/openmp_programs.sh: status $openmp_status"
     grep -E '^(openmp (example|babelstream):|FAILED:)' "$work/openmp_programs.log"
   fi
+  if [[ $stall_status != none ]]; then
+    echo "tests/gpu/stall_check.sh: status $stall_status"
+    grep -E '^stall check: (FAIL|passed|FAILED|[a-z_]+: (ferret|ncu|top))' "$work/stall_check.log"
+  fi
   if [[ $benchmark_status != none ]]; then
     echo "benchmarks/cuda/run.sh: status $benchmark_status"
     grep -E '^(\||###|Target:|ferret.s added)' "$work/benchmark.log"
@@ -238,5 +250,6 @@ fi
   [[ $benchmark_status == none || $benchmark_status == 0 ]] &&
   [[ $context_status == none || $context_status == 0 || $context_status == 77 ]] &&
   [[ $peer_status == none || $peer_status == 0 || $peer_status == 77 ]] &&
+  [[ $stall_status == none || $stall_status == 0 || $stall_status == 77 ]] &&
   [[ $nccl_one_status == none || $nccl_one_status == 0 || $nccl_one_status == 77 ]] &&
   [[ $nccl_two_status == none || $nccl_two_status == 0 || $nccl_two_status == 77 ]]

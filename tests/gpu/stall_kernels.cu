@@ -12,8 +12,9 @@
 // two streams from regions "stream_one" and "stream_two", which must run at
 // the same time with sampling on, and whose samples must go to their regions.
 //
-// With FERRET_BACKEND=stall-dump (the backend below, registered by this
-// program) the samples are written as JSON to <FERRET_OUTPUT>.stalls.json:
+// With FERRET_BACKEND=stall_dump (the backend below, registered by this
+// program; run it through ferret-run, so that the session starts after the
+// registration) the samples are written as JSON to <FERRET_OUTPUT>.stalls.json:
 // per kernel launch its totals and context, per (context, function, line,
 // reason) its samples. Prints one line "expected {json}" with the kernels'
 // names and regions.
@@ -200,7 +201,7 @@ std::unique_ptr<ferret::runtime::backend> make_dump(const ferret::runtime::backe
                                                     std::string&) {
   return std::make_unique<stall_dump>(ferret::runtime::output_file(context, ".stalls.json"));
 }
-FERRET_REGISTER_BACKEND("stall-dump", "instruction samples as JSON (gpu-test-stall-kernels)", make_dump);
+FERRET_REGISTER_BACKEND("stall_dump", "instruction samples as JSON (gpu-test-stall-kernels)", make_dump);
 
 }  // namespace
 

@@ -475,9 +475,14 @@ void cuda_collector::collect(std::vector<gpu_activity>& activities,
   // in the flush below (sample_attribution.hpp).
   const std::int64_t now = monotonic_raw_ns();
   if (sampler_ != nullptr) sampler_->take(now);
-  // Forced: also the records of buffers not yet full, so that the trace keeps
-  // up with the program and memory stays bounded.
-  force_flush();
+  // Also the records of buffers not yet full, so that the trace keeps up with
+  // the program and memory stays bounded; but forced only at the end: a
+  // forced flush hands over the records of kernels still running or queued
+  // with no timestamps, and they are lost (seen with kernels that spanned a drain).
+  if (final)
+    force_flush();
+  else
+    cuptiActivityFlushAll(0);
   std::vector<gpu_activity> done;
   {
     std::lock_guard lock{completed_mutex_};

@@ -45,37 +45,62 @@ void sample_attribution::hold_kernels(std::vector<gpu_activity>& activities) {
   activities.erase(kernels, activities.end());
 }
 
-bool sample_attribution::share(const function_key& key, pending_function& pending,
-                               std::vector<gpu_sample_batch>& batches) {
-  std::vector<std::pair<held_kernel*, double>> launches;
-  for (held_kernel& kernel : held_)
-    if (kernel.activity.device == key.first && kernel.activity.name != nullptr &&
-        std::strcmp(kernel.activity.name, key.second) == 0)
-      launches.emplace_back(&kernel, 0.0);
-  if (launches.empty()) return false;
-  // By the time each ran in the window (widened by the latency, for samples
-  // that came one collection late); by duration if none ran in it.
-  const std::int64_t from = pending.first_ns - latency_ns_;
-  const std::int64_t to = pending.last_ns;
+namespace {
+// A launch samples may go to: held (its totals still open) or released.
+struct candidate {
+  std::uint64_t correlation;
+  std::int64_t start_ns, end_ns;
+  double weight;
+};
+
+// By the time each ran in [from, to]; by duration if none ran in it.
+double weigh(std::vector<candidate>& launches, std::int64_t from, std::int64_t to) {
   double total = 0;
-  for (auto& [kernel, weight] : launches) {
-    const std::int64_t start = std::max(kernel->activity.start_ns, from);
-    const std::int64_t end = std::min(kernel->activity.end_ns, to);
-    weight = end > start ? static_cast<double>(end - start) : 0.0;
-    total += weight;
+  for (candidate& launch : launches) {
+    const std::int64_t start = std::max(launch.start_ns, from);
+    const std::int64_t end = std::min(launch.end_ns, to);
+    launch.weight = end > start ? static_cast<double>(end - start) : 0.0;
+    total += launch.weight;
   }
   if (total <= 0)
-    for (auto& [kernel, weight] : launches) {
-      weight = static_cast<double>(std::max<std::int64_t>(kernel->activity.end_ns - kernel->activity.start_ns, 1));
-      total += weight;
+    for (candidate& launch : launches) {
+      launch.weight = static_cast<double>(std::max<std::int64_t>(launch.end_ns - launch.start_ns, 1));
+      total += launch.weight;
     }
+  return total;
+}
+}  // namespace
+
+bool sample_attribution::share(const function_key& key, pending_function& pending,
+                               std::vector<gpu_sample_batch>& batches) {
+  const auto same_function = [&](std::uint32_t device, const char* name) {
+    return device == key.first && name != nullptr && std::strcmp(name, key.second) == 0;
+  };
+  std::vector<candidate> launches;
+  std::vector<held_kernel*> held;
+  for (held_kernel& kernel : held_)
+    if (same_function(kernel.activity.device, kernel.activity.name)) {
+      launches.push_back({kernel.activity.launch.correlation, kernel.activity.start_ns,
+                          kernel.activity.end_ns, 0});
+      held.push_back(&kernel);
+    }
+  if (launches.empty())
+    for (const released_kernel& kernel : recent_)
+      if (same_function(kernel.device, kernel.name))
+        launches.push_back({kernel.correlation, kernel.start_ns, kernel.end_ns, 0});
+  if (launches.empty()) return false;
+  // The window is widened by the latency, for samples that came one collection late.
+  const double total = weigh(launches, pending.first_ns - latency_ns_, pending.last_ns);
   gpu_sample_batch& batch = batches.emplace_back();
   batch.device = key.first;
   batch.function = key.second;
   batch.instructions = std::move(pending.instructions);
-  for (auto& [kernel, weight] : launches) {
+  for (const candidate& launch : launches)
+    if (launch.weight > 0) batch.launches.push_back({launch.correlation, launch.weight});
+  for (std::size_t i = 0; i < held.size(); ++i) {
+    held_kernel* kernel = held[i];
+    const double weight = launches[i].weight;
     if (weight <= 0) continue;
-    batch.launches.push_back({kernel->activity.launch.correlation, weight});
     const double fraction = weight / total;
     for (const gpu_sample_batch::instruction& instruction : batch.instructions) {
       const double samples = instruction.samples * fraction;
@@ -144,8 +169,11 @@ void sample_attribution::release(std::int64_t now_ns, bool final, std::vector<gp
     }
     gpu_activity& released = activities.emplace_back(kernel.activity);
     released.samples = &released_totals_.emplace_back(totals_of(kernel));
+    recent_.push_back({kernel.activity.device, kernel.activity.name, kernel.activity.launch.correlation,
+                       kernel.activity.start_ns, kernel.activity.end_ns, now_ns});
   }
   held_.swap(still_held);
+  while (!recent_.empty() && recent_.front().released_ns + recent_ns < now_ns) recent_.pop_front();
 }
 
 }  // namespace ferret::cupti

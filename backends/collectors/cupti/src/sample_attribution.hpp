@@ -13,10 +13,12 @@
 //                 `latency` has passed since its end, so that CUPTI's
 //                 decoding has delivered all its samples
 //
-// Samples of a function none of whose launches is held wait for one (a record
-// arrives after its samples when the kernel ends between the two); at the
-// end of the session what still waits goes to no launch (the runtime counts
-// it). Memory: the held launches of one latency, and per function at most
+// Samples of a function none of whose launches is held go to its launches
+// released in the last `recent` (samples that came later than the latency:
+// their calling contexts are right, the launches' totals already written
+// miss them), else wait for a launch (a record arrives after its samples when
+// the kernel ends between the two); at the end of the session what still
+// waits goes to no launch (the runtime counts it). Memory: the held launches of one latency, and per function at most
 // one entry per (instruction, reason). No libcupti calls: unit-tested
 // without a GPU.
 #pragma once
@@ -68,6 +70,13 @@ class sample_attribution {
   std::size_t pending_functions() const noexcept { return pending_.size(); }
 
  private:
+  // Released launches, for samples that come late: what sharing needs of them.
+  struct released_kernel {
+    std::uint32_t device;
+    const char* name;
+    std::uint64_t correlation;
+    std::int64_t start_ns, end_ns, released_ns;
+  };
   struct held_kernel {
     runtime::gpu_activity activity;
     double samples = 0;
@@ -94,9 +103,11 @@ class sample_attribution {
              std::vector<runtime::gpu_sample_batch>& batches);
   runtime::gpu_kernel_samples totals_of(const held_kernel& kernel) const;
 
+  static constexpr std::int64_t recent_ns = 2'000'000'000;
   const std::int64_t latency_ns_;
   std::unordered_map<std::uint32_t, device_clock> clocks_;
   std::deque<held_kernel> held_;
+  std::deque<released_kernel> recent_;  // oldest first
   std::map<function_key, pending_function> pending_;
   std::vector<function_key> touched_;  // functions with samples in the collection under way
   std::int64_t previous_collection_ns_ = 0;
