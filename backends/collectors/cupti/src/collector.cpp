@@ -192,6 +192,16 @@ void cuda_collector::subscribe() {
                                        requested, cuda_api_values));
     return;
   }
+  // Checked before CUPTI is asked anything, so that a bad value is said also where CUPTI cannot run.
+  const char* sampling_value = std::getenv("FERRET_CUDA_PC_SAMPLING");
+  std::optional<pc_sampling_setting> sampling = parse_pc_sampling(sampling_value);
+  if (!sampling) {
+    runtime::print_message(fmt::format("FERRET_CUDA_PC_SAMPLING='{}' is not valid (expected 0, 1, "
+                                       "or 5 to 31 for a sample every 2^N cycles); no instruction "
+                                       "samples",
+                                       sampling_value));
+    sampling = pc_sampling_setting{};
+  }
   std::uint32_t version = 0;
   if (const CUptiResult result = cuptiGetVersion(&version); result != CUPTI_SUCCESS) {
     runtime::print_message(fmt::format("cannot use CUPTI ({}); running without GPU data", cupti_error(result)));
@@ -211,15 +221,8 @@ void cuda_collector::subscribe() {
   }
   calls_ = std::make_unique<api_calls>(*setting, api_calls::services{device_of_context, deliver_records});
   driver_loaded_ = driver_.load();
-  const char* sampling = std::getenv("FERRET_CUDA_PC_SAMPLING");
-  if (const std::optional<pc_sampling_setting> parsed = parse_pc_sampling(sampling); !parsed) {
-    runtime::print_message(fmt::format("FERRET_CUDA_PC_SAMPLING='{}' is not valid (expected 0, 1, "
-                                       "or 5 to 31 for a sample every 2^N cycles); no instruction "
-                                       "samples",
-                                       sampling));
-  } else if (parsed->on) {
-    sampler_ = std::make_unique<pc_sampler>(*parsed, driver_loaded_ ? driver_.get_attribute : nullptr);
-  }
+  if (sampling->on)
+    sampler_ = std::make_unique<pc_sampler>(*sampling, driver_loaded_ ? driver_.get_attribute : nullptr);
   // Before any kind is enabled, so that every record uses it.
   using_timestamp_callback_ =
       cuptiActivityRegisterTimestampCallback(timestamp_callback) == CUPTI_SUCCESS;
