@@ -1384,3 +1384,148 @@ TEST_CASE("a trace within Perfetto's depth says nothing about depth") {
   CHECK_FALSE(report.metadata.contains("regions-deeper-than-perfetto-shows"));
   CHECK(f.backend->describe().find("deeper") == std::string::npos);
 }
+
+// ---------------------------------------------------------------------------
+// Instruction samples (FERRET_CUDA_PC_SAMPLING)
+
+namespace {
+
+// CUPTI's names, in HPCToolkit's classes; ids dense as the runtime gives them.
+const rt::gpu_stall_reason long_scoreboard{0, "long_scoreboard", rt::gpu_stall::gmem};
+const rt::gpu_stall_reason selected{1, "selected", rt::gpu_stall::none};
+const rt::gpu_stall_reason wait{2, "wait", rt::gpu_stall::idep};
+const rt::gpu_stall_reason barrier{3, "barrier", rt::gpu_stall::sync};
+
+// 100 samples: 62 long_scoreboard, 20 wait, 9 selected, 9 barrier; 400 expected.
+rt::gpu_kernel_samples kernel_samples() {
+  rt::gpu_kernel_samples samples{};
+  samples.samples = 100;
+  samples.by_stall[static_cast<std::size_t>(rt::gpu_stall::gmem)] = 62;
+  samples.by_stall[static_cast<std::size_t>(rt::gpu_stall::idep)] = 20;
+  samples.by_stall[static_cast<std::size_t>(rt::gpu_stall::none)] = 9;
+  samples.by_stall[static_cast<std::size_t>(rt::gpu_stall::sync)] = 9;
+  samples.expected = 400;
+  samples.period_cycles = 4096;
+  samples.top_reasons[0] = &long_scoreboard;
+  samples.top_reasons[1] = &wait;
+  samples.top_reasons[2] = &barrier;
+  samples.top_reason_samples[0] = 62;
+  samples.top_reason_samples[1] = 20;
+  samples.top_reason_samples[2] = 9;
+  return samples;
+}
+
+rt::gpu_instruction_sample instruction(const char* function, std::uint64_t pc_offset,
+                                       const char* file, std::uint32_t line,
+                                       const rt::gpu_stall_reason& reason, double samples) {
+  return {nullptr, 0, function, pc_offset, file, line, &reason, samples};
+}
+
+}  // namespace
+
+TEST_CASE("a sampled kernel's event carries GINST, its stall classes, top stalls and GSAMP") {
+  fixture f;
+  static const char saxpy[] = "_Z5saxpyifPKfPf";
+  const rt::gpu_kernel_samples samples = kernel_samples();
+  rt::gpu_activity sampled = kernel(5'000, 9'000, 0, 7, saxpy, launched(11, 0, 0, nullptr));
+  sampled.samples = &samples;
+  const rt::gpu_activity plain = kernel(10'000, 12'000, 0, 7, saxpy, launched(12, 0, 0, nullptr));
+  const rt::gpu_activity activities[] = {sampled, plain};
+  f.backend->gpu_activities(activities, std::size(activities));
+  f.flush(true);
+
+  checked(f.path);
+  const json doc = parse_file(f.path);
+  const std::vector<json> kernels = events_in(doc, "X", "kernel");
+  REQUIRE(kernels.size() == 2);
+  const json& args = kernels[0].at("args");
+  CHECK(args.at("samples") == 100);
+  CHECK(args.at("GINST:STL_ANY") == 91);
+  CHECK(args.at("GINST:STL_GMEM") == 62);
+  CHECK(args.at("GINST:STL_IDEP") == 20);
+  CHECK(args.at("GINST:STL_NONE") == 9);
+  CHECK(args.at("GINST:STL_SYNC") == 9);
+  CHECK_FALSE(args.contains("GINST:STL_PIPE"));  // zero classes are left out
+  CHECK(args.at("top stalls") == "long_scoreboard 62%, wait 20%, barrier 9%");
+  CHECK(args.at("expected samples") == 400);
+  CHECK(args.at("utilization") == 0.25);
+  CHECK(args.at("sampling period cycles") == 4096);
+  // The unsampled kernel's args are what they were: nothing about samples.
+  const json& plain_args = kernels[1].at("args");
+  CHECK(plain_args.size() == 10);  // correlation, device, stream and the launch attributes
+  for (const auto& [key, value] : plain_args.items()) {
+    CHECK(key.find("GINST") == std::string::npos);
+    CHECK(key.find("sampl") == std::string::npos);
+  }
+  CHECK_FALSE(doc.at("metadata").contains("gpu-source-lines"));
+}
+
+TEST_CASE("a kernel's shared samples are written to two decimals") {
+  fixture f;
+  static const char name[] = "_Z4stepv";
+  rt::gpu_kernel_samples samples{};
+  samples.samples = 10.0 / 3.0;
+  samples.by_stall[static_cast<std::size_t>(rt::gpu_stall::gmem)] = 10.0 / 3.0;
+  samples.top_reasons[0] = &long_scoreboard;
+  samples.top_reason_samples[0] = 10.0 / 3.0;
+  rt::gpu_activity sampled = kernel(1'000, 2'000, 0, 1, name, launched(1, 0, 0, nullptr));
+  sampled.samples = &samples;
+  f.backend->gpu_activities(&sampled, 1);
+  f.flush(true);
+  checked(f.path);
+  const json args = the_event(parse_file(f.path), "X", "step()").at("args");
+  CHECK(args.at("samples") == 3.33);
+  CHECK(args.at("GINST:STL_GMEM") == 3.33);
+  CHECK(args.at("top stalls") == "long_scoreboard 100%");
+  CHECK_FALSE(args.contains("expected samples"));  // unknown: no utilization either
+  CHECK_FALSE(args.contains("utilization"));
+  CHECK_FALSE(args.contains("sampling period cycles"));
+}
+
+TEST_CASE("instruction samples make the metadata's bounded table of GPU source lines") {
+  fixture f;
+  rt::context_node root{0, 0, nullptr, nullptr};
+  static const char stream[] = "_Z6streamPfPKfi";
+  static const char gemm[] = "cutlass_gemm";  // no line information: instructions by offset
+  static const char file[] = "stream.cu";
+  std::vector<rt::gpu_instruction_sample> first = {
+      instruction(stream, 0x10, file, 42, long_scoreboard, 30),
+      instruction(stream, 0x20, file, 42, selected, 10),  // a second instruction of line 42
+      instruction(stream, 0x30, file, 43, wait, 5),
+      instruction(gemm, 0x1a0, nullptr, 0, wait, 100),
+  };
+  for (auto& sample : first) sample.context = &root;
+  f.backend->gpu_instruction_samples(first.data(), first.size());
+  f.flush(false);
+  checked(f.path);
+  // A later drain adds to the same line, and brings a function with more
+  // lines than the table keeps.
+  static const char many[] = "_Z4manyv";
+  std::vector<rt::gpu_instruction_sample> second = {
+      instruction(stream, 0x10, file, 42, long_scoreboard, 20.5)};
+  for (std::uint32_t line = 1; line <= 12; ++line)
+    second.push_back(instruction(many, line * 16U, file, 100 + line, wait, line));
+  f.backend->gpu_instruction_samples(second.data(), second.size());
+  f.flush(true);
+
+  checked(f.path);
+  const json table = parse_file(f.path).at("metadata").at("gpu-source-lines");
+  REQUIRE(table.size() == 3);
+  // Functions most sampled first: gemm 100, many 78, stream 65.5.
+  CHECK(table[0].at("function") == "cutlass_gemm");
+  CHECK(table[0].at("samples") == 100);
+  CHECK(table[0].at("lines") ==
+        json::parse(R"([{"pc offset":"0x1a0","samples":100,"stalls":"wait 100%"}])"));
+  CHECK(table[1].at("function") == "many()");
+  CHECK(table[1].at("samples") == 78);
+  REQUIRE(table[1].at("lines").size() == 10);
+  CHECK(table[1].at("lines")[0].at("line") == 112);
+  CHECK(table[1].at("lines")[9].at("line") == 103);
+  CHECK(table[1].at("lines left out") == 2);
+  CHECK(table[2].at("function") == "stream(float*, float const*, int)");
+  CHECK(table[2].at("samples") == 65.5);
+  CHECK(table[2].at("lines") ==
+        json::parse(R"([{"file":"stream.cu","line":42,"samples":60.5,
+                         "stalls":"long_scoreboard 83%, selected 17%"},
+                        {"file":"stream.cu","line":43,"samples":5,"stalls":"wait 100%"}])"));
+}

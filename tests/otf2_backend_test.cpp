@@ -477,3 +477,56 @@ TEST_CASE("memory stays bounded: full chunks reach the disk before the final flu
   CHECK(report.buffer_flushes >= 1);
   f.printed();
 }
+
+TEST_CASE("GPU instruction samples: GINST, its stall classes and GSAMP:EXP as totals at sampled kernels") {
+  fixture f;
+  const char* saxpy = "_Z5saxpyifPKfPf";
+  rt::gpu_kernel_samples first{};
+  first.samples = 100;
+  first.by_stall[static_cast<std::size_t>(rt::gpu_stall::gmem)] = 62;
+  first.by_stall[static_cast<std::size_t>(rt::gpu_stall::idep)] = 29;
+  first.by_stall[static_cast<std::size_t>(rt::gpu_stall::none)] = 9;
+  first.expected = 400;
+  rt::gpu_kernel_samples second{};
+  second.samples = 50.5;
+  second.by_stall[static_cast<std::size_t>(rt::gpu_stall::gmem)] = 50.5;
+  second.expected = 100;
+  rt::gpu_kernel_samples other_stream{};
+  other_stream.samples = 10;
+  other_stream.by_stall[static_cast<std::size_t>(rt::gpu_stall::none)] = 10;
+  rt::gpu_activity a = kernel(3'000, 4'000, 7, saxpy);
+  a.samples = &first;
+  rt::gpu_activity c = kernel(7'000, 8'000, 7, saxpy);
+  c.samples = &second;
+  rt::gpu_activity d = kernel(1'000, 2'000, 8, saxpy);
+  d.samples = &other_stream;
+  const rt::gpu_activity activities[] = {c, kernel(5'000, 6'000, 7, saxpy), a, d};
+  f.backend->gpu_activities(activities, std::size(activities));
+  f.flush(true);
+
+  const check::report report = f.checked();
+  f.printed();
+  // Written just before the Enter and the Leave of each sampled kernel, for
+  // the classes it has samples of; none at the unsampled one.
+  CHECK(report.metric_sample_counts.at("GINST") == 6);
+  CHECK(report.metric_sample_counts.at("GINST:STL_GMEM") == 4);
+  CHECK(report.metric_sample_counts.at("GINST:STL_IDEP") == 2);
+  CHECK(report.metric_sample_counts.at("GINST:STL_NONE") == 4);
+  CHECK(report.metric_sample_counts.at("GSAMP:EXP") == 4);
+  CHECK(report.metric_sample_counts.count("GINST:STL_SYNC") == 0);
+  CHECK(report.metric_samples == 20);
+  // Totals per stream since the start: the last ones read (stream 7's, at
+  // 8 µs) add both of its kernels; stream 8's samples are its own.
+  CHECK(report.last_metric_values.at("GINST") == doctest::Approx(150.5));
+  CHECK(report.last_metric_values.at("GINST:STL_GMEM") == doctest::Approx(112.5));
+  CHECK(report.last_metric_values.at("GINST:STL_IDEP") == doctest::Approx(29));
+  CHECK(report.last_metric_values.at("GINST:STL_NONE") == doctest::Approx(9));
+  CHECK(report.last_metric_values.at("GSAMP:EXP") == doctest::Approx(500));
+  // The classes' metric members say they are accumulated, in samples.
+  const std::string print = f.dir.file("print.out");
+  CHECK(std::system(("'" + std::string{FERRET_OTF2_PRINT} + "' -G '" + f.anchor + "' > '" + print + "'").c_str()) ==
+        0);
+  const std::string definitions = read_text(print);
+  CHECK(definitions.find("ACCUMULATED_START") != std::string::npos);
+  CHECK(definitions.find("GPU instruction samples: global memory") != std::string::npos);
+}

@@ -981,3 +981,77 @@ TEST_CASE("an output that cannot be a directory: one line on stderr, the program
 }
 
 TEST_SUITE_END();
+
+TEST_CASE("GPU instruction samples: per kernel on its stream and launching context, per line as user events") {
+  fixture run;
+  const auto* step = run.names.add("step");
+  const auto* memcpy_call = run.names.add("cudaMemcpyAsync", "cuda");
+  const auto* launch_call = run.names.add("cudaLaunchKernel", "cuda");
+  const launch_contexts contexts{step, memcpy_call, launch_call};
+  run.feed(run.main_thread, {begin(0, step), begin(30, launch_call), end(40, launch_call), end(100000, step)});
+  const rt::gpu_stall_reason long_scoreboard{0, "long_scoreboard", rt::gpu_stall::gmem};
+  const rt::gpu_stall_reason selected{1, "selected", rt::gpu_stall::none};
+  rt::gpu_kernel_samples first{};
+  first.samples = 100;
+  first.by_stall[static_cast<std::size_t>(rt::gpu_stall::gmem)] = 80;
+  first.by_stall[static_cast<std::size_t>(rt::gpu_stall::none)] = 20;
+  first.expected = 400;
+  rt::gpu_kernel_samples second = first;
+  second.samples = 50;
+  second.by_stall[static_cast<std::size_t>(rt::gpu_stall::gmem)] = 50;
+  second.by_stall[static_cast<std::size_t>(rt::gpu_stall::none)] = 0;
+  second.expected = 0;  // unknown: no utilization
+  gpu_activity sampled = device_operation(gpu_operation::kernel, 0, 7, 5000, 8000, test_pid, &contexts.launch_call);
+  sampled.name = "_Z6kernelPfi";
+  sampled.samples = &first;
+  gpu_activity again = sampled;
+  again.start_ns = 9000;
+  again.end_ns = 9500;
+  again.samples = &second;
+  gpu_activity plain = sampled;  // sampling off for this one: no events
+  plain.name = "_Z5plainv";
+  plain.start_ns = 9600;
+  plain.end_ns = 9700;
+  plain.samples = nullptr;
+  run.activities({sampled, again, plain});
+  const char* file = "stream.cu";
+  const rt::gpu_instruction_sample drain1[] = {
+      {&contexts.launch_call, 0, "_Z6kernelPfi", 0x10, file, 42, &long_scoreboard, 100},
+      {&contexts.launch_call, 0, "_Z6kernelPfi", 0x20, file, 42, &selected, 20},
+      {&contexts.launch_call, 0, "cutlass_gemm", 0x1a0, nullptr, 0, &selected, 3.5},
+      {&contexts.root, 0, "_Z6kernelPfi", 0x30, file, 43, &long_scoreboard, 2}};  // launch unknown
+  run.backend->gpu_instruction_samples(drain1, std::size(drain1));
+  const rt::gpu_instruction_sample drain2[] = {
+      {&contexts.launch_call, 0, "_Z6kernelPfi", 0x10, file, 42, &long_scoreboard, 30}};
+  run.backend->gpu_instruction_samples(drain2, std::size(drain2));
+  const tc::report r = run.finish();
+
+  // The stream: per launch of the kernel, under the kernel.
+  const tc::profile* stream = r.find(0, 1);
+  const tc::user_event_line& samples = event(stream, "GINST : .TAU application => kernel(float*, int)");
+  CHECK(samples.count == 2);
+  CHECK(samples.max == 100);
+  CHECK(samples.mean == 75);
+  CHECK(event(stream, "GINST:STL_GMEM : .TAU application => kernel(float*, int)").mean == 65);
+  CHECK(event(stream, "GINST:STL_NONE : .TAU application => kernel(float*, int)").count == 1);
+  const tc::user_event_line& utilization = event(stream, "GSAMP:UTIL : .TAU application => kernel(float*, int)");
+  CHECK(utilization.count == 1);
+  CHECK(utilization.max == 0.25);
+  CHECK(stream->user_event("GINST:STL_SYNC") == nullptr);  // no samples of that class
+  CHECK(stream->user_event("GINST : .TAU application => plain()") == nullptr);
+  // The launching thread: the same per calling context of the launch, and the
+  // source lines summed over the drains, one sample each.
+  const tc::profile* host = r.find(0, 0);
+  CHECK(event(host, "GINST : .TAU application => step => cudaLaunchKernel").mean == 75);
+  const std::string line = "[GPU line] stream.cu:42 (kernel(float*, int))";
+  const tc::user_event_line& line_samples =
+      event(host, line + " GINST : .TAU application => step => cudaLaunchKernel");
+  CHECK(line_samples.count == 1);
+  CHECK(line_samples.max == 150);
+  CHECK(event(host, line + " GINST:STL_GMEM : .TAU application => step => cudaLaunchKernel").max == 130);
+  CHECK(event(host, line + " GINST:STL_NONE : .TAU application => step => cudaLaunchKernel").max == 20);
+  CHECK(event(host, "[GPU instruction] 0x1a0 (cutlass_gemm) GINST : .TAU application => step => cudaLaunchKernel")
+            .max == 3.5);
+  // Samples without a known launch: the main thread, outside any region.
+  CHECK(event(host, "[GPU line] stream.cu:43 (kernel(float*, int)) GINST").max == 2);
+}

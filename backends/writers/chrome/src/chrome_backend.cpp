@@ -6,6 +6,7 @@
 #include "chrome_backend.hpp"
 #include "decimal.hpp"
 #include "exit_guard.hpp"
+#include "gpu_source_lines.hpp"
 #include "ferret/runtime/runtime.hpp"
 
 #include <fmt/format.h>
@@ -419,6 +420,8 @@ class chrome_backend final : public runtime::backend {
     gpus_.clear();
     contexts_.clear();
     kernel_names_.clear();
+    source_lines_ = {};
+    std::string().swap(source_lines_json_);
     std::vector<const gpu_activity*>().swap(ordered_);
   }
 
@@ -457,6 +460,13 @@ class chrome_backend final : public runtime::backend {
     });
     for (const gpu_activity* activity : ordered_) append_gpu_activity(*activity);
     ordered_.clear();
+  }
+
+  void gpu_instruction_samples(const runtime::gpu_instruction_sample* samples,
+                               std::size_t count) override {
+    if (closed_ || count == 0) return;
+    source_lines_.add(samples, count);
+    source_lines_json_.clear();  // rebuilt by the next trailer
   }
 
  private:
@@ -896,6 +906,7 @@ class chrome_backend final : public runtime::backend {
       case gpu_operation::kernel:
         begin_device_slice(activity, gpu, "kernel", kernel_name(activity.name));
         append_kernel_args(activity.kernel);
+        if (activity.samples != nullptr) append_sample_args(*activity.samples);
         end_device_slice(activity, gpu);
         break;
       case gpu_operation::memcpy:
@@ -963,6 +974,36 @@ class chrome_backend final : public runtime::backend {
     if (kernel.occupancy >= 0 && std::isfinite(kernel.occupancy))
       fmt::format_to(std::back_inserter(text_), R"(,"theoretical occupancy":{})",
                      kernel.occupancy);
+  }
+
+  // A sampled kernel's instruction samples (FERRET_CUDA_PC_SAMPLING), under
+  // HPCToolkit's metric names: GINST and its non-zero stall classes, then
+  // the top stall reasons, GSAMP:EXP, GSAMP:UTIL and GSAMP:PER in words.
+  void append_sample_args(const runtime::gpu_kernel_samples& samples) {
+    fmt::format_to(std::back_inserter(text_), R"(,"samples":{})",
+                   rounded_samples(samples.samples));
+    const double issued = samples.by_stall[static_cast<std::size_t>(runtime::gpu_stall::none)];
+    if (samples.samples - issued > 0)
+      fmt::format_to(std::back_inserter(text_), R"(,"GINST:STL_ANY":{})",
+                     rounded_samples(samples.samples - issued));
+    for (std::size_t stall = 0; stall < runtime::gpu_stall_classes; ++stall)
+      if (samples.by_stall[stall] > 0)
+        fmt::format_to(std::back_inserter(text_), R"(,"{}":{})",
+                       runtime::metric_name(static_cast<runtime::gpu_stall>(stall)),
+                       rounded_samples(samples.by_stall[stall]));
+    const std::string top = stall_shares(samples.top_reasons, samples.top_reason_samples,
+                                         std::size(samples.top_reasons), samples.samples);
+    if (!top.empty()) {
+      text_.append(",\"top stalls\":");
+      append_json_string(text_, top);
+    }
+    if (samples.expected > 0)
+      fmt::format_to(std::back_inserter(text_), R"(,"expected samples":{},"utilization":{})",
+                     rounded_samples(samples.expected),
+                     std::round(samples.samples / samples.expected * 1000.0) / 1000.0);
+    if (samples.period_cycles != 0)
+      fmt::format_to(std::back_inserter(text_), R"(,"sampling period cycles":{})",
+                     samples.period_cycles);
   }
 
   void append_copy_args(const gpu_activity& copy) {
@@ -1252,6 +1293,8 @@ class chrome_backend final : public runtime::backend {
       append_json_string(out, error_);
     }
     out.append(locations_json());
+    if (source_lines_json_.empty()) source_lines_.append_json(source_lines_json_);
+    out.append(source_lines_json_);
     out.append(",\"run\":{");
     out.append(run_metadata_);
     out.append("}}}\n");
@@ -1293,6 +1336,8 @@ class chrome_backend final : public runtime::backend {
   std::vector<name_entry> names_;                // by name_info::id
   std::map<std::string, std::vector<std::string>> locations_;  // escaped name → its locations
   std::string locations_json_;  // the metadata's "source-locations" member, or empty
+  gpu_source_lines source_lines_;  // instruction samples by function and source line
+  std::string source_lines_json_;  // the metadata's "gpu-source-lines", or empty
   std::map<std::uint64_t, live_object> live_;    // data objects by id
 
   std::map<std::uint32_t, gpu_state> gpus_;  // by device id

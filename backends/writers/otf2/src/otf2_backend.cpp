@@ -8,6 +8,7 @@
 #include <otf2/otf2.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -166,8 +167,19 @@ constexpr std::uint64_t max_markers = 100'000;
 
 struct metric_def {
   std::uint32_t name;  // string refs
+  std::uint32_t description;
   std::uint32_t unit;
+  OTF2_MetricMode mode;
+  OTF2_MetricOccurrence occurrence;
 };
+
+// A sampled kernel's instruction samples as Score-P writes hardware counters:
+// per stream location, totals since the start (GINST, its stall classes
+// GINST:STL_*, GSAMP:EXP) written just before the kernel's Enter and its Leave,
+// so that a reader takes the kernel's own samples as the difference.
+constexpr std::size_t sample_metric_count = runtime::gpu_stall_classes + 2;
+constexpr std::size_t samples_metric = runtime::gpu_stall_classes;           // GINST
+constexpr std::size_t expected_samples_metric = runtime::gpu_stall_classes + 1;  // GSAMP:EXP
 
 struct location_group_def {
   std::uint32_t name;
@@ -667,10 +679,55 @@ class otf2_backend final : public runtime::backend {
     write_metric(id, sample.time_ns, metric, sample.value);
   }
 
-  std::uint32_t add_metric(const std::string& name, const std::string& unit) {
+  // Counters and allocated bytes: values at a point, whenever they change.
+  std::uint32_t add_metric(const std::string& name, const std::string& unit,
+                           OTF2_MetricMode mode = OTF2_METRIC_ABSOLUTE_POINT,
+                           OTF2_MetricOccurrence occurrence = OTF2_METRIC_ASYNCHRONOUS,
+                           std::string_view description = {}) {
     const auto id = static_cast<std::uint32_t>(metrics_.size());
-    metrics_.push_back(metric_def{string_ref(name), string_ref(unit)});
+    const std::uint32_t name_ref = string_ref(name);
+    metrics_.push_back(metric_def{name_ref,
+                                  description.empty() ? name_ref : string_ref(std::string{description}),
+                                  string_ref(unit), mode, occurrence});
     return id;
+  }
+
+  // The sample metric `index` (a gpu_stall, samples_metric or
+  // expected_samples_metric), defined when first used.
+  std::uint32_t sample_metric(std::size_t index) {
+    std::uint32_t& metric = sample_metrics_[index];
+    if (metric != no_ref) return metric;
+    std::string name, description;
+    if (index == samples_metric) {
+      name = "GINST";
+      description = "GPU instruction samples";
+    } else if (index == expected_samples_metric) {
+      name = "GSAMP:EXP";
+      description = "GPU instruction samples expected (every SM busy)";
+    } else {
+      const auto stall = static_cast<runtime::gpu_stall>(index);
+      name = runtime::metric_name(stall);
+      description = fmt::format("GPU instruction samples: {}", runtime::describe(stall));
+    }
+    // Written at some Enter and Leave events of the location (sampled kernels).
+    metric = add_metric(name, "samples", OTF2_METRIC_ACCUMULATED_START, OTF2_METRIC_SYNCHRONOUS,
+                        description);
+    return metric;
+  }
+
+  // The location's sample totals, of the metrics the kernel has samples of.
+  void write_sample_totals(std::uint32_t id, std::int64_t time_ns,
+                           const runtime::gpu_kernel_samples& samples) {
+    const std::array<double, sample_metric_count>& totals = sample_totals_[id];
+    for (std::size_t index = 0; index < sample_metric_count; ++index)
+      if (kernel_sample_value(samples, index) > 0)
+        write_metric(id, time_ns, sample_metric(index), totals[index]);
+  }
+
+  static double kernel_sample_value(const runtime::gpu_kernel_samples& samples, std::size_t index) {
+    if (index == samples_metric) return samples.samples;
+    if (index == expected_samples_metric) return samples.expected;
+    return samples.by_stall[index];
   }
 
   void write_metric(std::uint32_t id, std::int64_t time_ns, std::uint32_t metric, double sample) {
@@ -772,11 +829,17 @@ class otf2_backend final : public runtime::backend {
       OTF2_AttributeList_AddStringRef(attributes_, attribute_memory_kind,
                                       string_ref(std::string{runtime::to_string(a.memory)}));
     }
+    const std::int64_t end_ns = std::max(a.end_ns, a.start_ns);
+    if (a.samples != nullptr) write_sample_totals(id, a.start_ns, *a.samples);
     location& where = locations_[id];
     ok(OTF2_EvtWriter_Enter(where.writer, attributes_, stamp(where, a.start_ns), region), "Enter");
-    ok(OTF2_EvtWriter_Leave(where.writer, nullptr, stamp(where, std::max(a.end_ns, a.start_ns)),
-                            region),
-       "Leave");
+    if (a.samples != nullptr) {
+      std::array<double, sample_metric_count>& totals = sample_totals_[id];
+      for (std::size_t index = 0; index < sample_metric_count; ++index)
+        totals[index] += std::max(kernel_sample_value(*a.samples, index), 0.0);
+      write_sample_totals(id, end_ns, *a.samples);
+    }
+    ok(OTF2_EvtWriter_Leave(where.writer, nullptr, stamp(where, end_ns), region), "Leave");
   }
 
   // A copy as Score-P writes CUDA memcpys: one-sided communication from the
@@ -905,9 +968,8 @@ class otf2_backend final : public runtime::backend {
       for (const attribute_def& a : attribute_defs)
         d.attributes.push_back({string_ref(a.name), string_ref(a.description), a.type});
     for (const metric_def& m : metrics_)
-      d.metrics.push_back({m.name, m.name, m.unit, OTF2_METRIC_TYPE_USER,
-                           OTF2_METRIC_ABSOLUTE_POINT, OTF2_TYPE_DOUBLE, OTF2_METRIC_ASYNCHRONOUS,
-                           OTF2_RECORDER_KIND_ABSTRACT});
+      d.metrics.push_back({m.name, m.description, m.unit, OTF2_METRIC_TYPE_USER, m.mode,
+                           OTF2_TYPE_DOUBLE, m.occurrence, OTF2_RECORDER_KIND_ABSTRACT});
     if (mpi_location_ != no_ref) {
       // Score-P's MPI layout: one COMM_LOCATIONS group (each rank's location,
       // joined in rank order by the unification, so that a world rank is an
@@ -1108,6 +1170,13 @@ class otf2_backend final : public runtime::backend {
   std::uint32_t memset_region_ = no_ref;
   std::vector<std::uint32_t> metric_of_name_;  // by name_info::id
   std::vector<metric_def> metrics_;            // by metric id
+  // Instruction samples: the metric of each (no_ref until used), and each stream location's totals.
+  std::array<std::uint32_t, sample_metric_count> sample_metrics_ = [] {
+    std::array<std::uint32_t, sample_metric_count> refs{};
+    refs.fill(no_ref);
+    return refs;
+  }();
+  std::unordered_map<std::uint32_t, std::array<double, sample_metric_count>> sample_totals_;
   std::map<std::string, std::uint32_t> marker_defs_;  // category → marker definition
   std::vector<marker> markers_list_;
   std::map<std::uint32_t, std::uint32_t> gpu_memory_;  // device → its memory location

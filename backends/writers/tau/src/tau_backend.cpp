@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cmath>
 #include <cstddef>
@@ -18,6 +19,8 @@
 #include <filesystem>
 #include <limits>
 #include <map>
+#include <string_view>
+#include <tuple>
 #include <type_traits>
 #include <unordered_map>
 #include <utility>
@@ -213,12 +216,31 @@ class tau_backend final : public runtime::backend {
     for (std::size_t i = 0; i < count; ++i) add_gpu_activity(activities[i]);
   }
 
+  // Summed per (context, function, source line or instruction, stall class)
+  // until the final flush, which writes each sum as one sample (add_line_events).
+  void gpu_instruction_samples(const runtime::gpu_instruction_sample* samples,
+                               std::size_t count) override {
+    if (finished_) return;
+    for (std::size_t i = 0; i < count; ++i) {
+      const runtime::gpu_instruction_sample& sample = samples[i];
+      if (sample.reason == nullptr || !(sample.samples > 0)) continue;
+      const line_key key = sample.file != nullptr
+          ? line_key{sample.context, sample.function != nullptr ? sample.function : "", sample.file,
+                     sample.line, 0}
+          : line_key{sample.context, sample.function != nullptr ? sample.function : "", {}, 0,
+                     sample.pc_offset};
+      std::array<double, runtime::gpu_stall_classes>& by_stall = sampled_lines_[key];
+      by_stall[static_cast<std::size_t>(sample.reason->stall)] += sample.samples;
+    }
+  }
+
   void flush(const session_status& status) override {
     if (finished_ || !status.final) return;
     finished_ = true;
     // The main thread always has a profile, records or not: readers need
     // profile.N.0.0 (docs/formats.md, "Nothing recorded").
     host_thread(session_.pid);
+    add_line_events();
     for (std::size_t m = 1; m < metrics_.size(); ++m)
       if (!counter_seen_[m])
         runtime::print_message(fmt::format(
@@ -232,6 +254,7 @@ class tau_backend final : public runtime::backend {
     threads_.clear();
     host_index_.clear();
     stream_index_.clear();
+    sampled_lines_.clear();
   }
 
   std::string describe() const override {
@@ -417,6 +440,62 @@ class tau_backend final : public runtime::backend {
     host.add_event(total, bytes, node_of(host, activity.launch.context));
   }
 
+  // A sampled launch's instruction samples as user events — GINST, its
+  // non-zero stall classes (GINST:STL_*) and GSAMP:UTIL, one sample per
+  // launch — under the kernel on its stream, and under the launch's calling
+  // context on the launching thread.
+  void add_kernel_samples(const gpu_activity& activity, std::uint32_t function) {
+    const runtime::gpu_kernel_samples& samples = *activity.samples;
+    thread_profile& stream = stream_thread(activity.device, activity.stream);
+    const std::uint32_t kernel_node = stream.child(root_node, function);
+    thread_profile* host = nullptr;
+    std::uint32_t host_node = root_node;
+    if (activity.launch.tid != 0) {
+      host = &host_thread(activity.launch.tid);
+      host_node = node_of(*host, activity.launch.context);
+      if (activity.launch.context != nullptr)
+        launching_thread_.insert_or_assign(activity.launch.context, activity.launch.tid);
+    }
+    const auto add = [&](std::string_view name, double value) {
+      const std::uint32_t id = event(std::string{name});
+      stream.add_event(id, value, kernel_node);
+      if (host != nullptr) host->add_event(id, value, host_node);
+    };
+    add("GINST", samples.samples);
+    for (std::size_t stall = 0; stall < runtime::gpu_stall_classes; ++stall)
+      if (samples.by_stall[stall] > 0)
+        add(runtime::metric_name(static_cast<runtime::gpu_stall>(stall)), samples.by_stall[stall]);
+    if (samples.expected > 0) add("GSAMP:UTIL", samples.samples / samples.expected);
+  }
+
+  // The instruction samples per GPU source line (or instruction, without line
+  // information) as user events of the launching thread under the launch's
+  // calling context, one sample holding the sum: "[GPU line] a.cu:42 (kernel)
+  // GINST" and one per non-zero stall class. Samples of contexts no sampled
+  // launch came from (the root: launch unknown) go to the main thread.
+  void add_line_events() {
+    for (const auto& [key, by_stall] : sampled_lines_) {
+      const auto& [context, function, file, line, pc_offset] = key;
+      const auto launcher = launching_thread_.find(context);
+      thread_profile& host =
+          host_thread(launcher != launching_thread_.end() ? launcher->second : session_.pid);
+      const std::uint32_t node = node_of(host, context);
+      const std::string kernel = runtime::demangled_kernel_name(function.data());
+      const std::string place =
+          file.empty() ? fmt::format("[GPU instruction] {:#x} ({})", pc_offset, kernel)
+                       : fmt::format("[GPU line] {}:{} ({})", file, line, kernel);
+      double total = 0;
+      for (const double samples : by_stall) total += samples;
+      host.add_event(event(profile_name(place + " GINST")), total, node);
+      for (std::size_t stall = 0; stall < runtime::gpu_stall_classes; ++stall)
+        if (by_stall[stall] > 0)
+          host.add_event(event(profile_name(fmt::format(
+                             "{} {}", place, runtime::metric_name(static_cast<runtime::gpu_stall>(stall))))),
+                         by_stall[stall], node);
+    }
+    sampled_lines_.clear();
+  }
+
   void add_gpu_activity(const gpu_activity& activity) {
     switch (activity.operation) {
       case gpu_operation::kernel: {
@@ -424,6 +503,7 @@ class tau_backend final : public runtime::backend {
         if (inserted)
           it->second = function(profile_name(runtime::demangled_kernel_name(activity.name)), "TAU_GPU");
         add_device_interval(activity, it->second);
+        if (activity.samples != nullptr) add_kernel_samples(activity, it->second);
         break;
       }
       case gpu_operation::memcpy: {
@@ -632,6 +712,13 @@ class tau_backend final : public runtime::backend {
   std::vector<std::uint32_t> sent_to_node_;  // by MPI_COMM_WORLD rank
   std::vector<std::pair<const name_info*, std::size_t>> metric_of_name_;    // by name_info::id
   std::unordered_map<const char*, std::uint32_t> kernel_functions_;      // by mangled name pointer
+  // Instruction samples by (launch context, function, file, line, pc offset
+  // without line information), per stall class; and the thread each context's
+  // sampled launches came from.
+  using line_key = std::tuple<const context_node*, std::string_view, std::string_view, std::uint32_t,
+                              std::uint64_t>;
+  std::map<line_key, std::array<double, runtime::gpu_stall_classes>> sampled_lines_;
+  std::unordered_map<const context_node*, std::uint64_t> launching_thread_;
 
   std::vector<std::unique_ptr<thread_profile>> threads_;
   std::unordered_map<std::uint64_t, std::size_t> host_index_;                     // by tid

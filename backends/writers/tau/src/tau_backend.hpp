@@ -32,6 +32,10 @@
 // GPU streams: kernels (demangled), "Memory copy Host to Device" etc. and
 // "Memory set" are timed entries; bytes per direction, per data object and, on
 // the launching thread, per calling context of the launch are user events.
+// Instruction samples (FERRET_CUDA_PC_SAMPLING) are user events too: GINST,
+// GINST:STL_* and GSAMP:UTIL per sampled launch, and per GPU source line
+// "[GPU line] file:line (kernel) GINST" under the launch's calling context
+// (docs/gpu-inside.md).
 //
 // Metrics: TIME (microseconds) always. FERRET_TAU_METRICS=<counter>,... adds,
 // per listed counter, a metric whose value for a region is the counter's change
