@@ -38,6 +38,10 @@ class profile_backend : public runtime::backend {
   void gpu_activities(const runtime::gpu_activity* activities, std::size_t count) final {
     if (!done_) model_.add_activities(activities, count);
   }
+  void gpu_instruction_samples(const runtime::gpu_instruction_sample* samples,
+                               std::size_t count) final {
+    if (!done_) model_.add_instruction_samples(samples, count);
+  }
   void communication(const runtime::communication_event* events, std::size_t count) final {
     if (!done_) model_.add_communication(events, count);
   }

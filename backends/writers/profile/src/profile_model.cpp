@@ -39,6 +39,32 @@ bool gpu_metrics::empty() const noexcept {
   return kernels == 0 && copies == 0 && memsets == 0 && allocations == 0 && syncs == 0;
 }
 
+void stall_samples::add(std::uint32_t reason, runtime::gpu_stall stall, double more) {
+  samples += more;
+  const auto index = static_cast<std::size_t>(stall);
+  by_stall[index < runtime::gpu_stall_classes ? index
+                                              : static_cast<std::size_t>(runtime::gpu_stall::othr)] += more;
+  const auto known = std::find_if(by_reason.begin(), by_reason.end(),
+                                  [reason](const auto& entry) { return entry.first == reason; });
+  if (known == by_reason.end())
+    by_reason.emplace_back(reason, more);
+  else
+    known->second += more;
+}
+
+void stall_samples::merge(const stall_samples& other) {
+  samples += other.samples;
+  for (std::size_t i = 0; i < runtime::gpu_stall_classes; ++i) by_stall[i] += other.by_stall[i];
+  for (const auto& [reason, more] : other.by_reason) {
+    const auto known = std::find_if(by_reason.begin(), by_reason.end(),
+                                    [reason = reason](const auto& entry) { return entry.first == reason; });
+    if (known == by_reason.end())
+      by_reason.emplace_back(reason, more);
+    else
+      known->second += more;
+  }
+}
+
 void kernel_totals::merge(const kernel_totals& other) noexcept {
   min_ns = calls == 0 ? other.min_ns : std::min(min_ns, other.min_ns);
   max_ns = std::max(max_ns, other.max_ns);
@@ -48,6 +74,9 @@ void kernel_totals::merge(const kernel_totals& other) noexcept {
   occupancy_launches += other.occupancy_launches;
   registers = std::max(registers, other.registers);
   shared_memory_per_block = std::max(shared_memory_per_block, other.shared_memory_per_block);
+  samples += other.samples;
+  for (std::size_t i = 0; i < runtime::gpu_stall_classes; ++i) by_stall[i] += other.by_stall[i];
+  expected_samples += other.expected_samples;
 }
 
 std::uint64_t data_object_totals::moved() const noexcept {
@@ -316,6 +345,10 @@ std::uint32_t profile_model::node_of(const runtime::context_node* node) {
 
 std::uint32_t profile_model::context_of(const runtime::gpu_launch& launch) {
   if (launch.tid != 0) return node_of(launch.context);
+  return launch_not_seen();
+}
+
+std::uint32_t profile_model::launch_not_seen() {
   if (!launch_not_seen_) {
     launch_not_seen_ = static_cast<std::uint32_t>(contexts_.size());
     context node;
@@ -505,6 +538,13 @@ void profile_model::add_kernel(const gpu_activity& kernel, std::uint32_t node) {
     ++totals.occupancy_launches;
   }
   totals.registers = std::max(totals.registers, kernel.kernel.registers_per_thread);
+  if (kernel.samples != nullptr) {
+    totals.samples += kernel.samples->samples;
+    for (std::size_t i = 0; i < runtime::gpu_stall_classes; ++i)
+      totals.by_stall[i] += kernel.samples->by_stall[i];
+    totals.expected_samples += kernel.samples->expected;
+    if (kernel.samples->period_cycles != 0) period_cycles_ = kernel.samples->period_cycles;
+  }
   totals.shared_memory_per_block =
       std::max(totals.shared_memory_per_block,
                kernel.kernel.static_shared_memory + kernel.kernel.dynamic_shared_memory);
@@ -686,6 +726,127 @@ void profile_model::fit_time(std::int64_t ns) {
       }
     }
   }
+}
+
+// --- instruction samples -----------------------------------------------------------
+
+std::uint32_t profile_model::text_index(const char* text) {
+  if (text == nullptr) text = "";
+  if (const auto it = text_of_pointer_.find(text); it != text_of_pointer_.end()) return it->second;
+  const auto [it, inserted] =
+      text_of_string_.try_emplace(text, static_cast<std::uint32_t>(text_of_string_.size()));
+  text_of_pointer_.emplace(text, it->second);
+  return it->second;
+}
+
+void profile_model::add_instruction_samples(const runtime::gpu_instruction_sample* samples,
+                                            std::size_t count) {
+  if (finished_) return;
+  for (std::size_t i = 0; i < count; ++i) {
+    const runtime::gpu_instruction_sample& s = samples[i];
+    if (s.reason == nullptr || !(s.samples > 0)) continue;
+    // The runtime gives the root the samples of launches it did not find.
+    const std::uint32_t node = s.context == nullptr || s.context->name == nullptr
+                                   ? launch_not_seen()
+                                   : node_of(s.context);
+    const bool has_line = s.file != nullptr && s.file[0] != '\0' && s.line != 0;
+    const auto key = std::make_tuple(node, text_index(s.function), text_index(has_line ? s.file : ""),
+                                     has_line ? s.line : 0U, has_line ? 0U : s.pc_offset);
+    const auto [row, inserted] = gpu_line_of_.try_emplace(key, gpu_lines_.size());
+    if (inserted) {
+      gpu_line line;
+      line.context = node;
+      line.function = s.function != nullptr ? s.function : "";
+      if (has_line) {
+        line.file = s.file;
+        line.line = s.line;
+      } else {
+        line.pc_offset = s.pc_offset;
+      }
+      gpu_lines_.push_back(std::move(line));
+    }
+    auto [reason, new_reason] = reason_of_pointer_.try_emplace(s.reason, 0);
+    if (new_reason) {
+      const auto named = std::find_if(stall_reasons_.begin(), stall_reasons_.end(),
+                                      [&](const stall_reason& known) { return known.name == s.reason->name; });
+      reason->second = static_cast<std::uint32_t>(named - stall_reasons_.begin());
+      if (named == stall_reasons_.end()) stall_reasons_.push_back({s.reason->name, s.reason->stall});
+    }
+    gpu_lines_[row->second].samples.add(reason->second, stall_reasons_[reason->second].stall, s.samples);
+    instruction_samples_ += s.samples;
+  }
+}
+
+namespace {
+
+// Most samples first; ties in a fixed order of their names.
+bool more_samples(const gpu_line& a, const gpu_line& b) {
+  if (a.samples.samples != b.samples.samples) return a.samples.samples > b.samples.samples;
+  return std::tie(a.file, a.line, a.function, a.pc_offset, a.context) <
+         std::tie(b.file, b.line, b.function, b.pc_offset, b.context);
+}
+
+}  // namespace
+
+std::vector<gpu_line> profile_model::gpu_lines_over_contexts() const {
+  std::vector<gpu_line> merged;
+  std::map<std::tuple<std::string_view, std::string_view, std::uint32_t, std::uint64_t>, std::size_t> row_of;
+  for (const gpu_line& line : gpu_lines_) {
+    const auto [row, inserted] = row_of.try_emplace(
+        std::make_tuple(std::string_view{line.function}, std::string_view{line.file}, line.line,
+                        line.pc_offset),
+        merged.size());
+    if (inserted) {
+      merged.push_back(line);
+      merged.back().context = 0;
+    } else {
+      merged[row->second].samples.merge(line.samples);
+    }
+  }
+  std::sort(merged.begin(), merged.end(), more_samples);
+  return merged;
+}
+
+std::vector<profile_model::stall_row> profile_model::gpu_stalls_by_region_path() const {
+  std::vector<stall_row> rows;
+  std::map<std::pair<std::string, std::string_view>, std::size_t> row_of;
+  for (const gpu_line& line : gpu_lines_) {
+    const context& node = contexts_[line.context];
+    std::string path = node.synthetic ? node.name : region_path(line.context);
+    if (path.empty()) path = "(no region)";
+    const auto [row, inserted] =
+        row_of.try_emplace(std::make_pair(path, std::string_view{line.function}), rows.size());
+    if (inserted) rows.push_back(stall_row{std::move(path), line.function, {}, {}});
+    stall_row& found = rows[row->second];
+    found.samples.merge(line.samples);
+    if (std::find(found.nodes.begin(), found.nodes.end(), line.context) == found.nodes.end())
+      found.nodes.push_back(line.context);
+  }
+  std::sort(rows.begin(), rows.end(), [](const stall_row& a, const stall_row& b) {
+    if (a.samples.samples != b.samples.samples) return a.samples.samples > b.samples.samples;
+    return std::tie(a.path, a.function) < std::tie(b.path, b.function);
+  });
+  return rows;
+}
+
+profile_model::sampling_totals profile_model::sampling() const {
+  sampling_totals totals;
+  totals.period_cycles = period_cycles_;
+  totals.attributed = instruction_samples_;
+  for (const auto& [id, on] : devices_)
+    for (const auto& [name, kernel] : on.kernels) {
+      totals.kernel_samples += kernel.samples;
+      totals.expected += kernel.expected_samples;
+    }
+  for (const auto& [key, value] : runtime_metadata_) {
+    const auto* number = std::get_if<std::int64_t>(&value);
+    if (number == nullptr) continue;
+    if (key == "gpu-pc-sampling-period-cycles") totals.period_cycles = *number;
+    else if (key == "gpu-pc-samples") totals.total = *number;
+    else if (key == "gpu-pc-samples-dropped") totals.dropped = *number;
+    else if (key == "gpu-pc-samples-non-user") totals.non_user = *number;
+  }
+  return totals;
 }
 
 // --- the end ------------------------------------------------------------------------

@@ -20,6 +20,12 @@
 //   counters, marks        per name: samples with min, mean, max and the
 //                          last value; marks counted
 //   losses, API calls the collectors counted without recording
+//   GPU instruction samples (PC sampling): per calling context, kernel and
+//                          GPU source line (an instruction where the kernel
+//                          has no line information), by stall class
+//                          (HPCToolkit's GINST:STL_*) and by the
+//                          collector's own reason; per kernel the samples of
+//                          its launches and what their duration allowed
 //
 // Memory grows with distinct keys (contexts, kernels, objects, streams),
 // never with the number of events; time series have a fixed number of
@@ -109,6 +115,40 @@ struct context {
 /// True for the domains in which collectors record API calls as regions.
 bool is_api_domain(std::string_view domain) noexcept;
 
+/// Instruction samples (GINST) by why the warp did not issue: per class and
+/// per the collector's reason (an index into profile_model::stall_reasons()).
+struct stall_samples {
+  double samples = 0;  // GINST
+  std::array<double, runtime::gpu_stall_classes> by_stall{};
+  std::vector<std::pair<std::uint32_t, double>> by_reason;  // in order of first sample
+  void add(std::uint32_t reason, runtime::gpu_stall stall, double more);
+  void merge(const stall_samples& other);
+  double of(runtime::gpu_stall stall) const noexcept {
+    return by_stall[static_cast<std::size_t>(stall)];
+  }
+  /// GINST:STL_ANY: every sample of a warp that did not issue.
+  double stalled() const noexcept { return samples - of(runtime::gpu_stall::none); }
+};
+
+/// A collector's stall reason ("long_scoreboard") and its class.
+struct stall_reason {
+  std::string name;
+  runtime::gpu_stall stall;
+};
+
+/// Instruction samples at one GPU source line of one kernel, launched from
+/// one calling context; at one instruction where the kernel has no line
+/// information (file empty, line 0).
+struct gpu_line {
+  std::uint32_t context = 0;  // the launches' node; 0 when merged over contexts
+  std::string function;       // mangled
+  std::string file;           // "" without line information
+  std::uint32_t line = 0;
+  std::uint64_t pc_offset = 0;  // the instruction, without line information; else 0
+  stall_samples samples;
+  bool has_line() const noexcept { return !file.empty(); }
+};
+
 struct kernel_totals {
   std::string mangled_name;  // "" when the collector had none
   std::uint32_t device = 0;
@@ -121,6 +161,11 @@ struct kernel_totals {
   std::uint64_t occupancy_launches = 0;
   std::uint32_t registers = 0;               // the most any launch used
   std::uint32_t shared_memory_per_block = 0; // static + dynamic, the most any launch used
+  // Instruction sampling: the launches' samples (GINST), by class, and the
+  // samples their durations allowed (GSAMP:EXP); zero without sampling.
+  double samples = 0;
+  std::array<double, runtime::gpu_stall_classes> by_stall{};
+  double expected_samples = 0;
   void merge(const kernel_totals& other) noexcept;
 };
 
@@ -270,6 +315,8 @@ class profile_model {
   void add_data_object(const runtime::data_object_event& event);
   void add_device(const runtime::gpu_device_info& device);
   void add_activities(const runtime::gpu_activity* activities, std::size_t count);
+  /// Instruction samples of one drain; a later drain may add to the same keys.
+  void add_instruction_samples(const runtime::gpu_instruction_sample* samples, std::size_t count);
   /// MPI communication: bytes per call, and this rank's row of the rank x rank
   /// message matrix (point to point, by MPI_COMM_WORLD rank).
   void add_communication(const runtime::communication_event* events, std::size_t count);
@@ -357,6 +404,36 @@ class profile_model {
 
   const std::vector<std::string>& losses() const noexcept { return losses_; }
   const std::vector<unrecorded_api_calls>& unrecorded_api() const noexcept { return unrecorded_; }
+  /// Instruction samples, by (context, kernel, line or instruction), in order
+  /// of first sample; empty without sampling.
+  const std::vector<gpu_line>& gpu_lines() const noexcept { return gpu_lines_; }
+  /// The same merged over calling contexts (context 0), most samples first.
+  std::vector<gpu_line> gpu_lines_over_contexts() const;
+  /// The collectors' stall reasons, in order of first sample.
+  const std::vector<stall_reason>& stall_reasons() const noexcept { return stall_reasons_; }
+  /// Every instruction sample attributed (to a context or to the launch not seen).
+  double instruction_samples() const noexcept { return instruction_samples_; }
+  /// Instruction samples per region path (as gpu_by_region_path folds API
+  /// calls) and kernel, most samples first.
+  struct stall_row {
+    std::string path;
+    std::string function;  // mangled
+    stall_samples samples;
+    std::vector<std::uint32_t> nodes;  // contexts folded into the row
+  };
+  std::vector<stall_row> gpu_stalls_by_region_path() const;
+  /// The sampling facts: the collector's counts from the runtime's metadata
+  /// (after finish) and the kernels' expected samples.
+  struct sampling_totals {
+    std::int64_t period_cycles = 0;  // GSAMP:PER; 0 when not said
+    std::int64_t total = 0;          // GSAMP:TOT, every sample the collector counted
+    std::int64_t dropped = 0;        // GSAMP:DRP
+    std::int64_t non_user = 0;       // outside the program's kernels
+    double attributed = 0;           // instruction_samples()
+    double kernel_samples = 0;       // the kernels' GINST
+    double expected = 0;             // the kernels' GSAMP:EXP
+  };
+  sampling_totals sampling() const;
   const runtime::metadata_list& user_metadata() const noexcept { return user_metadata_; }
   const runtime::metadata_list& runtime_metadata() const noexcept { return runtime_metadata_; }
 
@@ -373,6 +450,8 @@ class profile_model {
   template <typename Totals>
   std::vector<Totals> named_rows(const std::map<std::uint32_t, Totals>& by_name) const;
   std::uint32_t context_of(const runtime::gpu_launch& launch);
+  std::uint32_t launch_not_seen();
+  std::uint32_t text_index(const char* text);
   std::uint32_t node_of(const runtime::context_node* node);
   data_object_totals* object_of(std::uint64_t id, const runtime::data_object_info* info,
                                 bool registering = false);
@@ -429,6 +508,19 @@ class profile_model {
   std::map<std::pair<std::uint32_t, std::uint64_t>, volume> context_objects_;
   std::map<std::tuple<std::uint32_t, std::int32_t, std::int32_t>, volume> context_traffic_;
   std::int64_t bucket_ns_ = first_bucket_ns;
+
+  // Instruction samples: rows by (context, function, file, line, pc offset),
+  // texts interned (the collector's pointers may differ for one text).
+  std::vector<gpu_line> gpu_lines_;
+  std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t, std::uint32_t, std::uint64_t>,
+           std::size_t>
+      gpu_line_of_;
+  std::unordered_map<const char*, std::uint32_t> text_of_pointer_;
+  std::map<std::string, std::uint32_t, std::less<>> text_of_string_;
+  std::unordered_map<const runtime::gpu_stall_reason*, std::uint32_t> reason_of_pointer_;
+  std::vector<stall_reason> stall_reasons_;
+  double instruction_samples_ = 0;
+  std::uint32_t period_cycles_ = 0;  // from the kernels' samples, when the metadata says none
 
   std::vector<std::string> losses_;
   std::vector<unrecorded_api_calls> unrecorded_;

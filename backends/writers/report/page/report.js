@@ -481,6 +481,46 @@
     return new Set(nodes);
   }
 
+  // --- GPU instruction samples (PC sampling), null without -----------------------------
+  const samples = data.gpu_samples;
+  // As number_format's samples_text writes them: whole counts, else one decimal.
+  function samplesText(value) {
+    const whole = Math.round(value);
+    if (Math.abs(value - whole) < 1e-6 * Math.max(1, Math.abs(value))) return String(whole);
+    return value.toFixed(1);
+  }
+  const stallColors = ['#4caf50', '#9c6ade', '#e0a030', '#d6602e', '#8d6e63', '#2f6fbd', '#00897b',
+                       '#c2185b', '#f06292', '#90a4ae', '#607d8b', '#bdbdbd'];
+  // A bar of the stall classes' shares, the issued samples first; its title lists them.
+  function stallBar(row, width) {
+    const bar = svg('svg', {width, height: 12, class: 'stall-bar', role: 'img', 'aria-label': 'samples by stall class'});
+    let x = 0;
+    const parts = [];
+    row.by_stall.forEach((value, k) => {
+      if (!(value > 0)) return;
+      const share = value / row.samples;
+      bar.append(svg('rect', {x, y: 0, width: Math.max(share * width, 0.5), height: 12, fill: stallColors[k]}));
+      x += share * width;
+      parts.push(`${samples.classes[k].column} ${(100 * share).toFixed(1)}%`);
+    });
+    return titled(bar, parts.join(', '));
+  }
+  function stallLegend() {
+    return el('p', {class: 'note', id: 'code-stall-legend'}, 'Stall classes: ',
+              samples.classes.map((c, k) => el('span', {class: 'legend', title: c.metric},
+                                                   el('span', {class: 'swatch', style: `background:${stallColors[k]}`}),
+                                                   `${c.column} ${c.describe}`)));
+  }
+  // A table of text cells as the summary prints them (gpu_sample_tables.cpp).
+  function textTable(table, id) {
+    const columns = table.header.map((title, k) => {
+      const right = table.alignment[k] === 'r';
+      const number = (text) => (text === '-' ? -1 : parseFloat(text));
+      return {title, align: right ? 'r' : 'l', name: !right, cell: (r) => r[k], value: right ? (r) => number(r[k]) : (r) => r[k]};
+    });
+    return sortableTable(columns, table.rows, {id});
+  }
+
   function drawCode(root) {
     root.append(el('h2', {}, 'Code: the calling-context tree'),
                 el('p', {class: 'note'}, 'Host time is summed over threads. GPU metrics (HPCToolkit\'s names): ' +
@@ -502,6 +542,30 @@
       {title: 'GMEM bytes', metric: 'allocated_bytes', text: format.bytesCell},
       {title: 'GSYNC ms', metric: 'sync_ns', text: format.ms},
     ];
+    // Instruction samples launched in each context (GINST), and inclusive.
+    const gpuKernelsOf = contexts.map(() => []);
+    const gpuLinesOf = new Map();  // "context/kernel" -> lines
+    const ownSamples = contexts.map(() => 0);
+    if (samples) {
+      for (const kernel of samples.kernels) {
+        gpuKernelsOf[kernel.context].push(kernel);
+        ownSamples[kernel.context] += kernel.samples;
+      }
+      for (const list of gpuKernelsOf) list.sort((a, b) => b.samples - a.samples);
+      for (const line of samples.lines) {
+        const key = line.context + '/' + line.kernel;
+        if (!gpuLinesOf.has(key)) gpuLinesOf.set(key, []);
+        gpuLinesOf.get(key).push(line);
+      }
+      for (const list of gpuLinesOf.values()) list.sort((a, b) => b.samples - a.samples);
+    }
+    const allSamples = ownSamples.slice();
+    for (let i = contexts.length - 1; i > 0; --i) allSamples[contexts[i].parent] += allSamples[i];
+    const sampleColumns = samples ? [{title: 'GINST', align: 'r', value: (i) => (inclusive ? allSamples[i] : ownSamples[i])},
+                                     {title: 'GPU stalls (launched here)', value: (i) => ownSamples[i]}] : [];
+    // Kernels and GPU lines under their launching context: expanded keys 'k:<context>/<kernel>'.
+    const expandedGpu = new Set();
+    if (samples && samples.lines.length <= 300) for (const key of gpuLinesOf.keys()) expandedGpu.add('k:' + key);
     const columns = [
       {title: 'context', value: (i) => contextLabel(contexts[i])},
       {title: 'file:line', value: (i) => sourceLocation(contexts[i])},
@@ -510,6 +574,7 @@
       {title: 'host ms (excl)', align: 'r', value: (i) => contexts[i].exclusive_ns},
       ...metricColumns.map((c) => ({title: c.title, align: 'r',
                                     value: (i) => gpu(inclusive ? inclusiveGpu[i] : contexts[i].gpu, c.metric)})),
+      ...sampleColumns,
     ];
     let sortBy = 3;
     let ascending = false;
@@ -565,9 +630,46 @@
                     el('td', {class: 'r'}, index === 0 ? '' : format.count(node.calls)),
                     el('td', {class: 'r'}, format.ms(node.inclusive_ns)),
                     el('td', {class: 'r'}, format.ms(node.exclusive_ns)),
-                    metricColumns.map((c) => el('td', {class: 'r'}, c.text(gpu(metrics, c.metric)))));
+                    metricColumns.map((c) => el('td', {class: 'r'}, c.text(gpu(metrics, c.metric)))),
+                    samples ? [el('td', {class: 'r'}, samplesText(inclusive ? allSamples[index] : ownSamples[index])),
+                               el('td')] : []);
       tr.addEventListener('click', () => select(index));
       return tr;
+    }
+    // A kernel launched from `index` (depth + 1), or one of its GPU lines (depth + 2).
+    function gpuRow(index, entry, line) {
+      const depth = Math.min(depthOf[index] + (line ? 2 : 1), 40);
+      const key = 'k:' + index + '/' + entry.kernel;
+      let twisty = '';
+      if (!line) {
+        twisty = el('span', {class: 'tree-toggle'}, expandedGpu.has(key) ? '▾' : '▸');
+        twisty.addEventListener('click', (event) => {
+          event.stopPropagation();
+          if (expandedGpu.has(key)) expandedGpu.delete(key); else expandedGpu.add(key);
+          draw();
+        });
+      }
+      const shown = line || entry;
+      const label = line ? 'GPU line ' + line.location : entry.kernel;
+      const where = line ? line.location : '';
+      return el('tr', {class: line ? 'gpu-line' : 'gpu-kernel', 'data-gpu-context': index,
+                       'data-gpu-kernel': entry.kernel, 'data-gpu-location': line ? line.location : undefined},
+                el('td', {class: 'name', title: label}, el('span', {style: `padding-left:${depth * 14}px`}), twisty,
+                   el('span', {class: 'clip'}, label)),
+                el('td', {title: line && line.file ? where : undefined}, where.slice(where.lastIndexOf('/') + 1)),
+                el('td'), el('td'), el('td'), metricColumns.map(() => el('td')),
+                el('td', {class: 'r'}, shown.shown),
+                el('td', {class: 'stalls'}, stallBar(shown, 120), ' ', shown.stalled_shown + ' stalled',
+                   shown.reasons_shown ? ': ' + shown.reasons_shown : ''));
+    }
+    function gpuRows(index) {
+      const rows = [];
+      for (const kernel of gpuKernelsOf[index]) {
+        rows.push(gpuRow(index, kernel, null));
+        if (expandedGpu.has('k:' + index + '/' + kernel.kernel))
+          for (const line of gpuLinesOf.get(index + '/' + kernel.kernel) || []) rows.push(gpuRow(index, kernel, line));
+      }
+      return rows;
     }
     function draw() {
       headers.forEach((th, index) => {
@@ -580,7 +682,9 @@
       while (pending.length) {
         const index = pending.pop();
         rows.push(row(index));
-        if (expanded.has(index)) pending.push(...ordered(childrenOf[index]).reverse());
+        if (!expanded.has(index)) continue;
+        rows.push(...gpuRows(index));
+        pending.push(...ordered(childrenOf[index]).reverse());
       }
       body.replaceChildren(...rows);
     }
@@ -596,7 +700,23 @@
     }
     selectInView.code = select;
     draw();
+    if (samples) root.append(stallLegend());
     root.append(controls, el('div', {class: 'scroll'}, table), detail);
+
+    if (samples) {
+      root.append(el('h3', {}, 'GPU instruction sampling'),
+                  el('ul', {id: 'code-gpu-sampling'}, samples.sampling.map((line) => el('li', {}, line))));
+      if (samples.by_line.rows.length > 0)
+        root.append(el('h3', {}, 'GPU instructions by source line'),
+                    el('p', {class: 'note'}, 'Over all calling contexts; share: of all instruction samples. ' +
+                       '+0x…: an instruction of a kernel without line information.'),
+                    el('div', {class: 'scroll'}, textTable(samples.by_line, 'code-gpu-lines')));
+      if (samples.by_context.rows.length > 0)
+        root.append(el('h3', {}, 'GPU stalls by calling context (shares of the row\'s samples)'),
+                    el('div', {class: 'scroll'}, textTable(samples.by_context, 'code-gpu-stalls')));
+      const leftOut = samples.by_line.total - samples.by_line.rows.length;
+      if (leftOut > 0) root.append(el('p', {class: 'note'}, `${leftOut} more lines not shown.`));
+    }
 
     if (data.paths.length > 0)
       root.append(el('h3', {}, 'GPU work per region path (API calls folded into their region, as in the summary)'),
@@ -692,6 +812,12 @@
       {title: 'registers', align: 'r', cell: (k) => format.count(k.registers), value: (k) => k.registers},
       {title: 'shared/block', align: 'r', cell: (k) => format.bytesCell(k.shared_memory_per_block),
        value: (k) => k.shared_memory_per_block},
+      ...(samples ? [
+        {title: 'GINST', align: 'r', cell: (k) => k.samples_shown, value: (k) => k.samples},
+        {title: 'STL_ANY', align: 'r', cell: (k) => k.stalled_shown, value: (k) => parseFloat(k.stalled_shown) || -1},
+        {title: 'GSAMP:UTIL', align: 'r', cell: (k) => k.utilization_shown,
+         value: (k) => parseFloat(k.utilization_shown) || -1},
+      ] : []),
       {title: 'kernel', name: true, cell: (k) => k.name, value: (k) => k.name},
     ], kernels, {id, sortBy: 1});
   }

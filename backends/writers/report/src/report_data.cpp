@@ -5,13 +5,17 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <map>
 #include <numeric>
 #include <optional>
+#include <string_view>
+#include <tuple>
 #include <unordered_set>
 #include <utility>
 #include <variant>
 #include <vector>
 
+#include "gpu_sample_tables.hpp"
 #include "number_format.hpp"
 #include "page_json.hpp"
 
@@ -67,7 +71,14 @@ json kernel_object(const profile::kernel_totals& kernel) {
           {"occupancy_ppm_sum", kernel.occupancy_ppm_sum},
           {"occupancy_launches", kernel.occupancy_launches},
           {"registers", kernel.registers},
-          {"shared_memory_per_block", kernel.shared_memory_per_block}};
+          {"shared_memory_per_block", kernel.shared_memory_per_block},
+          // Instruction sampling (0 without): GINST, GINST:STL_ANY, GSAMP:EXP, as the page shows them.
+          {"samples", kernel.samples},
+          {"samples_shown", profile::samples_text(kernel.samples)},
+          {"stalled_shown",
+           profile::share_text(kernel.samples - kernel.by_stall[static_cast<std::size_t>(runtime::gpu_stall::none)],
+                               kernel.samples)},
+          {"utilization_shown", profile::share_text(kernel.samples, kernel.expected_samples)}};
 }
 
 // The first `limit` kernels by total time.
@@ -229,6 +240,99 @@ json object_json(const profile::data_object_totals& object) {
           {"bytes_not_placed", object.bytes_not_placed}};
 }
 
+json text_table(const profile::text_rows& table) {
+  return {{"header", table.header},
+          {"alignment", table.alignment},
+          {"rows", table.rows},
+          {"total", table.total}};
+}
+
+json samples_json(const profile::stall_samples& samples,
+                  const std::vector<profile::stall_reason>& reasons) {
+  json by_reason = json::array();
+  for (const auto& [reason, count] : samples.by_reason) by_reason.push_back({reason, count});
+  return {{"samples", samples.samples},
+          {"shown", profile::samples_text(samples.samples)},
+          {"stalled_shown", profile::share_text(samples.stalled(), samples.samples)},
+          {"by_stall", samples.by_stall},
+          {"reasons", std::move(by_reason)},
+          {"reasons_shown", profile::dominant_reasons(samples, reasons)}};
+}
+
+std::string kernel_name(const std::string& mangled) {
+  return mangled.empty() ? std::string{"(unnamed kernel)"}
+                         : runtime::demangled_kernel_name(mangled.c_str());
+}
+
+// Instruction samples; null without. Contexts left out of the page give
+// their samples to their nearest shown caller.
+json gpu_samples_json(const profile_model& model,
+                      const std::vector<std::optional<std::uint32_t>>& new_index,
+                      const limits& bounds) {
+  if (model.gpu_lines().empty() && !(model.sampling().kernel_samples > 0)) return nullptr;
+  const auto shown_context = [&](std::uint32_t node) {
+    while (!new_index[node]) node = model.contexts()[node].parent;
+    return *new_index[node];
+  };
+  json classes = json::array();
+  for (std::size_t i = 0; i < runtime::gpu_stall_classes; ++i) {
+    const auto stall = static_cast<runtime::gpu_stall>(i);
+    classes.push_back({{"metric", runtime::metric_name(stall)},
+                       {"column", profile::stall_column(stall)},
+                       {"describe", runtime::describe(stall)}});
+  }
+  json reasons = json::array();
+  for (const profile::stall_reason& reason : model.stall_reasons())
+    reasons.push_back({{"name", reason.name}, {"class", static_cast<int>(reason.stall)}});
+
+  // Per shown context and kernel, and its lines, the most sampled first.
+  std::vector<const profile::gpu_line*> lines;
+  for (const profile::gpu_line& line : model.gpu_lines()) lines.push_back(&line);
+  std::stable_sort(lines.begin(), lines.end(), [](const auto* a, const auto* b) {
+    return a->samples.samples > b->samples.samples;
+  });
+  std::map<std::pair<std::uint32_t, std::string_view>, profile::stall_samples> kernels;
+  std::map<std::tuple<std::uint32_t, std::string_view, std::string, std::uint64_t>, profile::gpu_line>
+      shown_lines;
+  for (const profile::gpu_line* line : lines) {
+    const std::uint32_t context = shown_context(line->context);
+    kernels[{context, line->function}].merge(line->samples);
+    const auto key = std::make_tuple(context, std::string_view{line->function},
+                                     profile::gpu_line_location(*line), line->pc_offset);
+    if (const auto it = shown_lines.find(key); it != shown_lines.end())
+      it->second.samples.merge(line->samples);
+    else if (shown_lines.size() < bounds.gpu_lines)
+      shown_lines.emplace(key, *line).first->second.context = context;
+  }
+  json kernel_rows = json::array();
+  for (const auto& [key, samples] : kernels) {
+    json row = samples_json(samples, model.stall_reasons());
+    row["context"] = key.first;
+    row["kernel"] = kernel_name(std::string{key.second});
+    kernel_rows.push_back(std::move(row));
+  }
+  json line_rows = json::array();
+  for (const auto& [key, line] : shown_lines) {
+    json row = samples_json(line.samples, model.stall_reasons());
+    row["context"] = line.context;
+    row["kernel"] = kernel_name(line.function);
+    row["location"] = profile::gpu_line_location(line);
+    row["file"] = line.file;
+    row["line"] = line.line;
+    line_rows.push_back(std::move(row));
+  }
+  json sampling = profile::sampling_lines(model);
+  return {{"classes", std::move(classes)},
+          {"reasons", std::move(reasons)},
+          {"total", model.instruction_samples()},
+          {"sampling", std::move(sampling)},
+          {"by_line", text_table(profile::gpu_line_table(model, bounds.gpu_lines))},
+          {"by_context", text_table(profile::gpu_stall_table(model, bounds.contexts))},
+          {"kernels", std::move(kernel_rows)},
+          {"lines", std::move(line_rows)},
+          {"lines_total", model.gpu_lines().size()}};
+}
+
 }  // namespace
 
 std::string report_data(const profile_model& model, const limits& bounds) {
@@ -342,6 +446,7 @@ std::string report_data(const profile_model& model, const limits& bounds) {
                       {"releases", totals.releases},
                       {"peak", totals.peak}});
   document["memory"] = std::move(memory);
+  document["gpu_samples"] = gpu_samples_json(model, new_index, bounds);
 
   document["losses"] = model.losses();
   json unrecorded = json::array();

@@ -24,6 +24,12 @@
 //   objects        data objects: identity, lifetime, bytes by kind, flows,
 //                  heat over the address range
 //   context_objects, context_traffic  per context: bytes per object and per pair of ends
+//   gpu_samples    instruction samples (PC sampling), null without: the
+//                  stall classes and the collector's reasons; the summary's
+//                  sampling lines and its two tables (by line, by calling
+//                  context) as text cells; per context and kernel, and per
+//                  context, kernel and GPU line, samples by class and reason
+//                  (the code view's GPU rows)
 //   memory, losses, unrecorded_api, metadata, limits
 #pragma once
 
@@ -40,6 +46,8 @@ struct limits {
   // left out could not have been shown.
   std::size_t objects = profile::released_objects_kept;
   std::size_t kernels_per_device = 1'000;
+  // GPU lines per calling context and kernel, the most sampled first.
+  std::size_t gpu_lines = 5'000;
 };
 
 /// The JSON document, safe to place inside <script type="application/json">:

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "gpu_sample_tables.hpp"
 #include "job_profile.hpp"
 #include "number_format.hpp"
 #include "profile_backend.hpp"
@@ -177,6 +178,54 @@ void append_kernels(std::string& out, const model& run) {
   }
   table.append_to(out);
   append_not_shown(out, all.size(), "kernel");
+}
+
+// The GPU lines with the most instruction samples: more than the other tables
+// show, since a kernel's time often spreads over many lines.
+constexpr std::size_t top_gpu_lines = 20;
+
+void append_gpu_table(std::string& out, std::string_view heading, profile::text_rows table,
+                      std::size_t shown, std::string_view noun) {
+  if (table.rows.empty()) return;
+  append_heading(out, heading);
+  std::vector<std::pair<std::string, alignment>> columns;
+  for (std::size_t i = 0; i < table.header.size(); ++i)
+    columns.emplace_back(table.header[i], table.alignment[i] == 'r' ? alignment::right : alignment::left);
+  text_table text{columns};
+  for (std::vector<std::string>& row : table.rows) text.add_row(std::move(row));
+  text.append_to(out);
+  if (table.total > shown) {
+    const std::size_t hidden = table.total - shown;
+    out += fmt::format("  … {} more {}{}\n", hidden, noun, hidden == 1 ? "" : "s");
+  }
+}
+
+// Instruction samples (PC sampling): the counts, then where in the kernels
+// the samples fell and why the warps waited, by line and by calling context.
+void append_gpu_samples(std::string& out, const model& run) {
+  const model::sampling_totals totals = run.sampling();
+  if (!(totals.attributed > 0) && !(totals.kernel_samples > 0) && totals.total == 0) return;
+  append_heading(out, "GPU instruction sampling");
+  for (const std::string& line : profile::sampling_lines(run)) out += "  " + line + "\n";
+  out +=
+      "  metrics (HPCToolkit's names): GINST instruction samples, STL_ANY share stalled, STL_* "
+      "share per stall class; +0x…: an instruction of a kernel without line information\n";
+
+  profile::text_rows lines = profile::gpu_line_table(run, top_gpu_lines);
+  for (std::vector<std::string>& row : lines.rows) {
+    row[3] = profile::cut_middle(profile::readable_text(row[3]), 60);
+    row[4] = shown_name(row[4]);
+  }
+  const std::size_t lines_shown = lines.rows.size();
+  append_gpu_table(out, "GPU instructions by source line", std::move(lines), lines_shown, "line");
+
+  profile::text_rows contexts = profile::gpu_stall_table(run, top_rows);
+  for (std::vector<std::string>& row : contexts.rows) {
+    row[row.size() - 2] = shown_name(row[row.size() - 2], 40);
+    row.back() = shown_path(row.back());
+  }
+  const std::size_t contexts_shown = contexts.rows.size();
+  append_gpu_table(out, "GPU stalls by calling context", std::move(contexts), contexts_shown, "row");
 }
 
 void append_copies(std::string& out, const model& run) {
@@ -452,6 +501,7 @@ std::string summary_text(const model& run, bool with_matrix) {
         "bytes set, GMEM bytes allocated, GSYNC synchronization time\n";
   append_contexts(out, run);
   append_kernels(out, run);
+  append_gpu_samples(out, run);
   append_copies(out, run);
   append_copy_matrix(out, run);
   append_objects(out, run);

@@ -7,6 +7,9 @@
 //
 //   GPU time by calling context      GPU work per region path of the launch
 //   Kernels                          per kernel
+//   GPU instruction sampling         PC sampling's counts, period, GSAMP:UTIL, drops
+//   GPU instructions by source line  the 20 lines with the most samples, their reasons
+//   GPU stalls by calling context    samples per region path and kernel, by stall class
 //   Copies                           per copy direction
 //   Device-to-device bytes           copied bytes, source × destination
 //   Data objects                     size and bytes moved per data object (host ones too)
@@ -17,7 +20,8 @@
 //   API calls counted, not recorded  the collectors' <collector>-api-unrecorded:<call> counts
 //   Losses: ...                      events or GPU records that were lost
 //
-// Sections without data are left out; each table shows its first 10 rows.
+// Sections without data are left out; each table shows its first 10 rows
+// (GPU lines: 20).
 // The numbers come from profile_model (shared with the report backend);
 // names are escaped and cut (readable_text.hpp), so no name acts on the
 // terminal. The report is built in memory and written with a single write(2)
