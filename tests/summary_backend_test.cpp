@@ -561,6 +561,175 @@ TEST_CASE("kernels: demangled names, times, occupancy and registers") {
   CHECK(display_width(cut_name) == 100);
 }
 
+namespace {
+
+// --- GPU instruction samples (PC sampling) -------------------------------------------
+
+// Stall reasons as a collector names them, with their classes; they live as long as the session.
+const rt::gpu_stall_reason long_scoreboard{0, "long_scoreboard", rt::gpu_stall::gmem};
+const rt::gpu_stall_reason selected{1, "selected", rt::gpu_stall::none};
+const rt::gpu_stall_reason math_pipe_throttle{2, "math_pipe_throttle", rt::gpu_stall::pipe};
+const rt::gpu_stall_reason wait{3, "wait", rt::gpu_stall::idep};
+
+rt::gpu_instruction_sample at(const rt::context_node* context, const char* function,
+                              std::uint64_t pc, const char* file, std::uint32_t line,
+                              const rt::gpu_stall_reason& reason, double samples) {
+  return rt::gpu_instruction_sample{context, 0, function, pc, file, line, &reason, samples};
+}
+
+void deliver(summary_run& run, const std::vector<rt::gpu_instruction_sample>& drain) {
+  run.backend().gpu_instruction_samples(drain.data(), drain.size());
+}
+
+// A stencil kernel (with line information) launched from solve/step and
+// from outside any region, and a library kernel without line information
+// whose launch the runtime did not find (its samples come with the root).
+// Two drains: the second adds shares (fractions) to keys of the first.
+struct sampled_run {
+  context_tree tree;
+  const rt::context_node* step_launch =
+      tree.api_call(tree.child(tree.child(tree.root(), "solve"), "step"), "cudaLaunchKernel");
+  const rt::context_node* top_launch = tree.api_call(tree.root(), "cudaLaunchKernel");
+  static constexpr const char* stencil = "_Z7stencilPKdPdi";
+  static constexpr const char* library = "_Z10cublasGemmv";
+
+  void feed(summary_run& run) const {
+    deliver(run, {at(step_launch, stencil, 0x10, "/src/stencil.cu", 42, long_scoreboard, 60),
+                  at(step_launch, stencil, 0x18, "/src/stencil.cu", 42, selected, 10),
+                  at(step_launch, stencil, 0x20, "/src/stencil.cu", 43, math_pipe_throttle, 20.5),
+                  at(top_launch, stencil, 0x10, "/src/stencil.cu", 42, long_scoreboard, 30),
+                  at(tree.root(), library, 0x1a0, nullptr, 0, wait, 5)});
+    // The same line from another pointer to the same text: one line.
+    static const std::string same_file = "/src/stencil.cu";
+    deliver(run, {at(step_launch, stencil, 0x20, same_file.c_str(), 43, math_pipe_throttle, 2.2),
+                  at(step_launch, stencil, 0x10, "/src/stencil.cu", 42, long_scoreboard, 0.3)});
+  }
+};
+
+}  // namespace
+
+TEST_CASE("GPU instructions by source line: the most sampled first, their share and dominant reasons") {
+  summary_run run;
+  const sampled_run sampled;
+  sampled.feed(run);
+  const std::string report = run.finish();
+  INFO(report);
+  const lines body = section(report, "GPU instructions by source line");
+  REQUIRE(!body.empty());
+  CHECK(texts(body.front()) ==
+        std::vector<std::string>{"samples", "share", "stall reasons", "line", "kernel"});
+  check_aligned(body, "rrlll");
+  // Line 42: 60 + 10 + 30 (another context) + 0.3 (a later drain) of 128 samples.
+  CHECK(rows(body) ==
+        std::vector<std::vector<std::string>>{
+            {"100.3", "78.4%", "long_scoreboard 90%, selected 10%", "/src/stencil.cu:42",
+             "stencil(double const*, double*, int)"},
+            {"22.7", "17.7%", "math_pipe_throttle 100%", "/src/stencil.cu:43",
+             "stencil(double const*, double*, int)"},
+            {"5", "3.9%", "wait 100%", "+0x1a0", "cublasGemm()"},
+        });
+}
+
+TEST_CASE("GPU stalls by calling context: per region path and kernel, the busiest classes") {
+  summary_run run;
+  const sampled_run sampled;
+  sampled.feed(run);
+  const std::string report = run.finish();
+  INFO(report);
+  const lines body = section(report, "GPU stalls by calling context");
+  REQUIRE(!body.empty());
+  // Classes by their samples over all rows: GMEM 90.3, PIPE 22.7, IDEP 5 (issued: STL_ANY's complement).
+  CHECK(texts(body.front()) == std::vector<std::string>{"GINST", "STL_ANY", "STL_GMEM", "STL_PIPE",
+                                                        "STL_IDEP", "kernel", "context"});
+  check_aligned(body, "rrrrrll");
+  CHECK(rows(body) == std::vector<std::vector<std::string>>{
+                          {"93", "89.2%", "64.8%", "24.4%", "-",
+                           "stencil(double const*, double*, int)", "solve/step"},
+                          {"30", "100.0%", "100.0%", "-", "-",
+                           "stencil(double const*, double*, int)", "(no region)"},
+                          {"5", "100.0%", "-", "-", "100.0%", "cublasGemm()", "(launch not seen)"},
+                      });
+}
+
+TEST_CASE("GPU instruction sampling: counts, period, GSAMP:UTIL, and the samples dropped") {
+  summary_run run;
+  const sampled_run sampled;
+  gpu_activity launch = kernel(sampled_run::stencil, 0, 2 * ms, launched_in(sampled.step_launch));
+  rt::gpu_kernel_samples kernel_samples{};
+  kernel_samples.samples = 93;
+  kernel_samples.by_stall[static_cast<std::size_t>(rt::gpu_stall::gmem)] = 93;
+  kernel_samples.expected = 186;
+  kernel_samples.period_cycles = 4096;
+  launch.samples = &kernel_samples;
+  run.activities({launch});
+  sampled.feed(run);
+  const rt::metadata_list metadata{{"gpu-pc-sampling-period-cycles", std::int64_t{2048}},
+                                   {"gpu-pc-samples", std::int64_t{140}},
+                                   {"gpu-pc-samples-dropped", std::int64_t{7}},
+                                   {"gpu-pc-samples-non-user", std::int64_t{5}},
+                                   {"gpu-instruction-samples-without-launch", std::int64_t{5}}};
+  const std::string report = run.finish(0, metadata);
+  INFO(report);
+  CHECK(section(report, "GPU instruction sampling") ==
+        lines{"  128 samples attributed (GINST) of 140 taken (GSAMP:TOT), 7 dropped (GSAMP:DRP), 5 "
+              "outside the program's kernels",
+              "  period 2048 cycles (GSAMP:PER), GSAMP:UTIL 50.0% (the kernels' 93 samples of the 186 "
+              "their time allowed)",
+              "  7 samples were dropped (5.0% of those taken): the shares below are of the samples kept",
+              "  metrics (HPCToolkit's names): GINST instruction samples, STL_ANY share stalled, STL_* "
+              "share per stall class; +0x…: an instruction of a kernel without line information"});
+  CHECK(lines_of(report).back() ==
+        "Losses: 7 gpu-pc-samples-dropped, 5 gpu-instruction-samples-without-launch");
+  // The sections come after the kernels, in this order.
+  CHECK(headings(report) == std::vector<std::string>{"GPU time by calling context", "Kernels",
+                                                     "GPU instruction sampling",
+                                                     "GPU instructions by source line",
+                                                     "GPU stalls by calling context",
+                                                     "Losses: 7 gpu-pc-samples-dropped, 5 "
+                                                     "gpu-instruction-samples-without-launch"});
+}
+
+TEST_CASE("GPU instructions: the top 20 lines, then how many more") {
+  summary_run run;
+  context_tree tree;
+  const rt::context_node* launch_call = tree.api_call(tree.root(), "cudaLaunchKernel");
+  std::vector<rt::gpu_instruction_sample> drain;
+  for (std::uint32_t line = 1; line <= 23; ++line)
+    drain.push_back(at(launch_call, "k", line * 16, "k.cu", line, selected, line));
+  deliver(run, drain);
+  const lines body = section(run.finish(), "GPU instructions by source line");
+  const auto table = rows(body);
+  REQUIRE(table.size() == 20);
+  CHECK(table.front()[3] == "k.cu:23");
+  CHECK(table.back()[3] == "k.cu:4");
+  CHECK(body.back() == "  … 3 more lines");
+}
+
+TEST_CASE("without instruction samples the summary is what it was: the sampling sections only add") {
+  const auto write = [](bool with_samples) {
+    summary_run run;
+    const sampled_run sampled;
+    run.activities({kernel(sampled_run::stencil, 0, 2 * ms, launched_in(sampled.step_launch)),
+                    copy(copy_kind::host_to_device, MiB, 1 * ms, -1, 0, launched_in(sampled.top_launch))});
+    if (with_samples) sampled.feed(run);
+    lines all = lines_of(run.finish());
+    all.erase(all.begin());  // the first line has the wall time
+    return all;
+  };
+  const lines without = write(false);
+  lines with = write(true);
+  for (const char* heading : {"GPU instruction sampling", "GPU instructions by source line",
+                              "GPU stalls by calling context"}) {
+    const auto start = std::find(with.begin(), with.end(), std::string{heading});
+    REQUIRE(start != with.end());
+    REQUIRE(start != with.begin());
+    const auto stop = std::find(start, with.end(), std::string{});
+    with.erase(start - 1, stop);  // the blank line before the heading, and the section
+  }
+  CHECK(with == without);
+  CHECK(std::find(without.begin(), without.end(), "Kernels") != without.end());
+}
+
 TEST_CASE("copies per direction, and the bytes between host and devices") {
   summary_run run;
   const auto anywhere = launch_not_seen;
