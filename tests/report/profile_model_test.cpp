@@ -430,3 +430,141 @@ TEST_CASE("data objects: memory follows the live ones, not how many were release
   CHECK(shown == expected);
   CHECK(document["limits"]["objects_total"] == live + released);
 }
+
+namespace {
+
+const rt::gpu_stall_reason long_scoreboard{0, "long_scoreboard", rt::gpu_stall::gmem};
+const rt::gpu_stall_reason selected{1, "selected", rt::gpu_stall::none};
+// The same reason from a second record (another collector's table).
+const rt::gpu_stall_reason long_scoreboard_again{7, "long_scoreboard", rt::gpu_stall::gmem};
+
+rt::gpu_instruction_sample sample_at(const rt::context_node* context, const char* function,
+                                     std::uint64_t pc, const char* file, std::uint32_t line,
+                                     const rt::gpu_stall_reason& reason, double samples) {
+  return rt::gpu_instruction_sample{context, 0, function, pc, file, line, &reason, samples};
+}
+
+// solve/cudaLaunchKernel launched "k" (lines 7 and 9 of k.cu) twice a drain;
+// the root holds samples whose launch was not found, in a kernel without
+// line information.
+struct sampled_model {
+  pf::profile_model model{ferret::testing::make_session(1)};
+  ferret::testing::name_table names;
+  launch_contexts tree;
+  const rt::context_node* solve = tree.child(tree.root(), names.add("solve"));
+  const rt::context_node* launch_call = tree.child(solve, names.add("cudaLaunchKernel", "cuda"));
+
+  sampled_model() {
+    const std::vector<rt::gpu_instruction_sample> first{
+        sample_at(launch_call, "k", 0x10, "k.cu", 7, long_scoreboard, 2.5),
+        sample_at(launch_call, "k", 0x18, "k.cu", 7, selected, 1),
+        sample_at(launch_call, "k", 0x30, "k.cu", 9, selected, 4),
+        sample_at(tree.root(), "lib", 0x40, nullptr, 0, long_scoreboard, 3)};
+    const std::vector<rt::gpu_instruction_sample> second{
+        sample_at(launch_call, "k", 0x10, "k.cu", 7, long_scoreboard_again, 0.25),
+        sample_at(tree.root(), "lib", 0x40, nullptr, 0, long_scoreboard, 1),
+        sample_at(tree.root(), "lib", 0x48, nullptr, 0, long_scoreboard, 1)};
+    model.add_instruction_samples(first.data(), first.size());
+    model.add_instruction_samples(second.data(), second.size());
+  }
+};
+
+}  // namespace
+
+TEST_CASE("instruction samples: per context, kernel and line; drains add up; the root is the launch not seen") {
+  sampled_model run;
+  run.model.finish(final_status(), 10);
+  const pf::profile_model& model = run.model;
+  CHECK(model.instruction_samples() == doctest::Approx(12.75));
+  // One reason per name, whichever record named it.
+  REQUIRE(model.stall_reasons().size() == 2);
+  CHECK(model.stall_reasons()[0].name == "long_scoreboard");
+  CHECK(model.stall_reasons()[1].name == "selected");
+  const std::uint32_t launch_node = node_at(model, "solve/cudaLaunchKernel");
+  const std::uint32_t not_seen = node_at(model, "(launch not seen)");
+  CHECK(model.contexts()[not_seen].synthetic);
+  // Two instructions of line 7 are one line; the library's two instructions stay apart.
+  REQUIRE(model.gpu_lines().size() == 4);
+  const pf::gpu_line& line_7 = model.gpu_lines()[0];
+  CHECK(line_7.context == launch_node);
+  CHECK(line_7.file == "k.cu");
+  CHECK(line_7.line == 7);
+  CHECK(line_7.samples.samples == doctest::Approx(3.75));
+  CHECK(line_7.samples.of(rt::gpu_stall::gmem) == doctest::Approx(2.75));
+  CHECK(line_7.samples.stalled() == doctest::Approx(2.75));
+  REQUIRE(line_7.samples.by_reason.size() == 2);
+  CHECK(line_7.samples.by_reason[0].second == doctest::Approx(2.75));
+  const pf::gpu_line& library = model.gpu_lines()[2];
+  CHECK(library.context == not_seen);
+  CHECK(!library.has_line());
+  CHECK(library.pc_offset == 0x40);
+  CHECK(library.samples.samples == doctest::Approx(4));
+
+  const std::vector<pf::gpu_line> merged = model.gpu_lines_over_contexts();
+  REQUIRE(merged.size() == 4);
+  CHECK(merged[0].function == "lib");  // 4 samples, ahead of line 9's 4 by name order ("" < "k.cu")
+  CHECK(merged[1].line == 9);
+  CHECK(merged[2].line == 7);
+  CHECK(merged[3].pc_offset == 0x48);
+  const auto rows = model.gpu_stalls_by_region_path();
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0].path == "solve");
+  CHECK(rows[0].samples.samples == doctest::Approx(7.75));
+  CHECK(rows[1].path == "(launch not seen)");
+}
+
+TEST_CASE("the report's data: instruction samples per context, kernel and line, and the summary's tables") {
+  SUBCASE("none without sampling") {
+    pf::profile_model model{ferret::testing::make_session(1)};
+    model.finish(final_status(), 10);
+    CHECK(nlohmann::json::parse(ferret::report::report_data(model))["gpu_samples"].is_null());
+  }
+  SUBCASE("with samples") {
+    sampled_model run;
+    gpu_activity launch = kernel(0, 1000, launched(run.launch_call));
+    rt::gpu_kernel_samples launch_samples{};
+    launch_samples.samples = 7.75;
+    launch_samples.by_stall[static_cast<std::size_t>(rt::gpu_stall::none)] = 5;
+    launch_samples.expected = 31;
+    launch.samples = &launch_samples;
+    run.model.add_activities(&launch, 1);
+    run.model.finish(final_status(), 10);
+    ferret::report::limits bounds;
+    bounds.contexts = 2;  // the root and solve: the launch's samples go to solve
+    const auto document = nlohmann::json::parse(ferret::report::report_data(run.model, bounds));
+    const auto& samples = document["gpu_samples"];
+    REQUIRE(samples.is_object());
+    CHECK(samples["classes"].size() == rt::gpu_stall_classes);
+    CHECK(samples["classes"][3]["column"] == "STL_GMEM");
+    CHECK(samples["reasons"][0]["name"] == "long_scoreboard");
+    CHECK(samples["reasons"][0]["class"] == 3);
+    REQUIRE(document["contexts"].size() == 2);
+    CHECK(document["contexts"][1]["name"] == "solve");
+    // Kernels per shown context: k under solve; lib under the root ("(launch not seen)" is not shown).
+    REQUIRE(samples["kernels"].size() == 2);
+    const auto& k = samples["kernels"][1];
+    CHECK(k["context"] == 1);
+    CHECK(k["kernel"] == "k");
+    CHECK(k["shown"] == "7.8");
+    CHECK(k["stalled_shown"] == "35.5%");
+    CHECK(k["reasons_shown"] == "selected 65%, long_scoreboard 35%");
+    CHECK(samples["kernels"][0]["context"] == 0);
+    REQUIRE(samples["lines"].size() == 4);
+    std::vector<std::string> locations;
+    for (const auto& line : samples["lines"]) locations.push_back(line["location"]);
+    std::sort(locations.begin(), locations.end());
+    CHECK(locations == std::vector<std::string>{"+0x40", "+0x48", "k.cu:7", "k.cu:9"});
+    // The summary's tables, cell for cell.
+    CHECK(samples["by_line"]["header"] ==
+          nlohmann::json::array({"samples", "share", "stall reasons", "line", "kernel"}));
+    CHECK(samples["by_line"]["rows"][0] ==
+          nlohmann::json::array({"4", "31.4%", "long_scoreboard 100%", "+0x40", "lib"}));
+    CHECK(samples["by_context"]["rows"][0][0] == "7.8");
+    CHECK(samples["sampling"][0] == "12.8 samples attributed (GINST), 0 dropped (GSAMP:DRP)");
+    // The kernel's launches: GINST, STL_ANY and GSAMP:UTIL as the page shows them.
+    const auto& kernel_row = document["kernels"][0];
+    CHECK(kernel_row["samples_shown"] == "7.8");
+    CHECK(kernel_row["stalled_shown"] == "35.5%");
+    CHECK(kernel_row["utilization_shown"] == "25.0%");
+  }
+}
