@@ -147,10 +147,11 @@ def same_name(summary_cell, page_cell):
 
 
 def contains_row(page_rows, wanted, key_column, message):
-    """A page row whose cells equal `wanted` (the key column compared as a name)."""
+    """A page row whose cells equal `wanted` (the key column, or columns, compared as names)."""
+    names = key_column if isinstance(key_column, (list, tuple, set)) else [key_column]
     for row in page_rows:
         if len(row) == len(wanted) and all(
-                same_name(w, r) if i == key_column else w == r for i, (w, r) in enumerate(zip(wanted, row))):
+                same_name(w, r) if i in names else w == r for i, (w, r) in enumerate(zip(wanted, row))):
             return check(True, message)
     check(False, f'{message}: no row {wanted} among {page_rows[:12]}')
 
@@ -200,9 +201,19 @@ def compare_with_summary(dom, summary, gpu):
     for wanted in header[1:]:
         contains_row(paths, wanted, 7, 'GPU work of ' + wanted[-1][:40])
 
-    kernels = [row[:5] + row[6:] for row in table_rows(by_id(dom, 'kernels-all'))]  # less shared/block
-    for wanted in summary_section(summary, 'Kernels')[1:]:
-        contains_row(kernels, wanted, 5, 'kernel ' + wanted[-1][:40])
+    # The summary's columns of the page's kernel table (which has shared/block, and GINST,
+    # STL_ANY and GSAMP:UTIL with instruction samples).
+    kernel_header = summary_section(summary, 'Kernels')[:1]
+    page_header = table_header(by_id(dom, 'kernels-all'))
+    if kernel_header:
+        check(all(title in page_header for title in kernel_header[0]),
+              f'the kernel table has the summary\'s columns: {page_header}')
+        picked = [page_header.index(title) for title in kernel_header[0] if title in page_header]
+        kernels = [[row[i] for i in picked] for row in table_rows(by_id(dom, 'kernels-all'))]
+        for wanted in summary_section(summary, 'Kernels')[1:]:
+            contains_row(kernels, wanted, 5, 'kernel ' + wanted[-1][:40])
+
+    compare_gpu_samples(dom, summary)
 
     copies = summary_section(summary, 'Copies')
     check(table_rows(by_id(dom, 'system-copies')) == copies[1:], f'copies by direction: {copies[1:]}')
@@ -243,6 +254,73 @@ def compare_with_summary(dom, summary, gpu):
     check(shown == losses, f'losses {losses} shown as {shown}')
     if gpu:
         check(len(copies) > 1 and len(matrix) > 1 and len(paths) > 0, 'GPU tables are present')
+
+
+def summary_lines(summary, heading):
+    """The lines under a heading up to the next blank line, without their indent."""
+    lines = summary.split('\n')
+    if heading not in lines:
+        return []
+    body = []
+    for line in lines[lines.index(heading) + 1:]:
+        if not line.strip():
+            break
+        body.append(line.strip())
+    return body
+
+
+def compare_gpu_samples(dom, summary):
+    """Instruction samples (PC sampling): the page has the summary's sampling lines and tables."""
+    sampling = summary_lines(summary, 'GPU instruction sampling')
+    shown = by_id(dom, 'code-gpu-sampling')
+    if not sampling:
+        check(shown is None, 'no sampling section without instruction samples')
+        return
+    page_lines = [li.text() for li in shown.find_all('li')] if shown is not None else []
+    check(page_lines == [line for line in sampling if not line.startswith('metrics ')],
+          f'sampling lines {sampling} shown as {page_lines}')
+    for heading, table_id, names in (('GPU instructions by source line', 'code-gpu-lines', [3, 4]),
+                                     ('GPU stalls by calling context', 'code-gpu-stalls', None)):
+        wanted_rows = summary_section(summary, heading)
+        check(len(wanted_rows) > 1, f'the summary has "{heading}"')
+        table = by_id(dom, table_id)
+        check(table_header(table) == wanted_rows[0], f'{table_id} has the summary\'s columns')
+        columns = len(wanted_rows[0])
+        for wanted in wanted_rows[1:]:
+            contains_row(table_rows(table), wanted, names or [columns - 2, columns - 1],
+                         f'{heading}: ' + ' '.join(wanted)[:60])
+
+
+def check_gpu_tree(dom):
+    """The code view's tree: kernels and their GPU lines under the context that launched them."""
+    tree = by_id(dom, 'code-tree')
+    header = table_header(tree)
+    check('GINST' in header, f'the tree has a GINST column: {header}')
+    if 'GINST' not in header:
+        return
+    column = header.index('GINST')
+    launch = [row for row in tree.find_all('tr') if row.attributes.get('data-path') == 'main/solve/step/cudaLaunchKernel']
+    check(len(launch) == 1, 'the tree shows the launching context')
+    context = launch[0].attributes.get('data-context') if launch else None
+    gpu_rows = {}
+    for row in tree.find_all('tr'):
+        if row.attributes.get('data-gpu-context') != context:
+            continue
+        cells = [cell.text().strip() for cell in row.children if isinstance(cell, Element) and cell.tag == 'td']
+        gpu_rows[(row.attributes.get('class'), row.attributes.get('data-gpu-kernel'),
+                  row.attributes.get('data-gpu-location'))] = cells
+    stencil = 'stencil(double const*, double*, int)'
+    kernel = gpu_rows.get(('gpu-kernel', stencil, None))
+    check(kernel is not None and kernel[column] == '559.8', f'the stencil kernel under its launch: {kernel}')
+    line = gpu_rows.get(('gpu-line', stencil, '/src/solver/stencil.cu:42'))
+    check(line is not None and line[1] == 'stencil.cu:42' and line[column] == '459.8'
+          and 'long_scoreboard 87%, selected 13%' in line[column + 1] and '86.9% stalled' in line[column + 1],
+          f'line 42 with its stalls: {line}')
+    offset = gpu_rows.get(('gpu-line', 'plain_c_kernel', '+0x1a0'))
+    check(offset is not None and offset[column] == '30' and 'wait 100%' in offset[column + 1],
+          f'an instruction without line information: {offset}')
+    check(launch and launch[0].find_all('td')[column].text().strip() == '589.8',
+          'the launching context\'s GINST')
 
 
 def check_hostile_names(dom, page_text):
@@ -321,6 +399,7 @@ def main():
         compare_with_summary(dom, summary, gpu=bool(options.synthetic) or options.gpu)
         if options.synthetic:
             check_hostile_names(dom, page_text)
+            check_gpu_tree(dom)
             # The object view with the device grid selected: who moved it.
             selected = dump_dom(chromium, page, 'objects/2', profile)
             contexts = table_rows(by_id(selected, 'object-contexts'))

@@ -2,7 +2,9 @@
 // same synthesised run of a two-GPU program — host regions with CUDA API
 // calls inside them, kernels on several streams, copies in every direction,
 // memsets, allocations, data objects (named, automatic, and with hostile
-// names), losses and unrecorded API calls — and writes DIRECTORY/synthetic.html
+// names), instruction samples (PC sampling: by line, without line
+// information, shared among launches in fractions over two drains), losses
+// and unrecorded API calls — and writes DIRECTORY/synthetic.html
 // and DIRECTORY/synthetic-summary.txt, for the browser test to compare.
 // No GPU is needed: this is what the collectors would hand over.
 #include <fcntl.h>
@@ -252,11 +254,43 @@ int main(int argc, char** argv) {
   clear.destination_address = device_grid.address + 6 * MiB;
   first_drain.push_back(clear);
 
+  // Instruction samples: the stencil's launches share the samples of its
+  // lines (fractions); the plain C kernel has no line information.
+  const rt::gpu_stall_reason long_scoreboard{0, "long_scoreboard", rt::gpu_stall::gmem};
+  const rt::gpu_stall_reason selected{1, "selected", rt::gpu_stall::none};
+  const rt::gpu_stall_reason barrier{2, "barrier", rt::gpu_stall::sync};
+  const rt::gpu_stall_reason wait{3, "wait", rt::gpu_stall::idep};
+  rt::gpu_kernel_samples stencil_samples{};
+  stencil_samples.samples = 100;
+  stencil_samples.by_stall[static_cast<std::size_t>(rt::gpu_stall::gmem)] = 70;
+  stencil_samples.by_stall[static_cast<std::size_t>(rt::gpu_stall::none)] = 20;
+  stencil_samples.by_stall[static_cast<std::size_t>(rt::gpu_stall::sync)] = 10;
+  stencil_samples.expected = 400;
+  stencil_samples.period_cycles = 4096;
+  stencil_samples.top_reasons[0] = &long_scoreboard;
+  stencil_samples.top_reason_samples[0] = 70;
+  const char* stencil_file = "/src/solver/stencil.cu";
+  const auto at = [&](const rt::context_node* where, const char* function, std::uint64_t pc,
+                      const char* file, std::uint32_t line, const rt::gpu_stall_reason& reason,
+                      double samples) {
+    return rt::gpu_instruction_sample{where, 0, function, pc, file, line, &reason, samples};
+  };
+  const std::vector<rt::gpu_instruction_sample> first_samples{
+      at(step_launch, "_Z7stencilPKdPdi", 0x80, stencil_file, 42, long_scoreboard, 350.5),
+      at(step_launch, "_Z7stencilPKdPdi", 0x88, stencil_file, 42, selected, 60),
+      at(step_launch, "_Z7stencilPKdPdi", 0x100, stencil_file, 47, barrier, 60),
+      at(step_launch, "_Z7stencilPKdPdi", 0x108, stencil_file, 47, selected, 40),
+      at(step_launch, "plain_c_kernel", 0x1a0, nullptr, 0, wait, 30),
+      at(tree.root(), "_Z7stencilPKdPdi", 0x80, stencil_file, 42, long_scoreboard, 9)};
+  const std::vector<rt::gpu_instruction_sample> second_samples{
+      at(step_launch, "_Z7stencilPKdPdi", 0x80, stencil_file, 42, long_scoreboard, 49.25)};
+
   std::vector<gpu_activity> second_drain;
   for (int i = 0; i < 6; ++i) {
     const std::int64_t start = 6 * ms + i * 2 * ms;
     second_drain.push_back(kernel("_Z7stencilPKdPdi", 0, 7 + static_cast<std::uint32_t>(i % 2), start,
                                   start + 1500 * us, launch(step_launch, start), 0.5625, 64));
+    second_drain.back().samples = &stencil_samples;
   }
   second_drain.push_back(kernel("plain_c_kernel", 1, 13, 21 * ms, 24 * ms, launch(step_launch, 20 * ms), -1.0, 32));
   second_drain.push_back(kernel(markup_name.c_str(), 1, 13, 25 * ms, 25 * ms + 62500, launch(step_launch, 20 * ms), 0.25, 16));
@@ -291,6 +325,11 @@ int main(int argc, char** argv) {
       {"events-dropped-buffer-full", std::int64_t{5}},
       {"gpu-operations-without-launch", std::int64_t{1}},
       {"cupti-records-dropped", std::int64_t{2}},
+      {"gpu-pc-sampling-period-cycles", std::int64_t{4096}},
+      {"gpu-pc-samples", std::int64_t{640}},
+      {"gpu-pc-samples-dropped", std::int64_t{12}},
+      {"gpu-pc-samples-non-user", std::int64_t{30}},
+      {"gpu-instruction-samples-without-launch", std::int64_t{9}},
       {"cuda-api-unrecorded:cudaGetDevice", std::int64_t{4096}},
       {"cuda-api-unrecorded:cudaPeekAtLastError", std::int64_t{17}},
       {"level-zero-api-unrecorded:zeDeviceGet", std::int64_t{3}},
@@ -312,7 +351,9 @@ int main(int argc, char** argv) {
     backend->gpu_device(gpu0);
     backend->gpu_device(gpu1);
     backend->gpu_activities(first_drain.data(), first_drain.size());
+    backend->gpu_instruction_samples(first_samples.data(), first_samples.size());
     backend->gpu_activities(second_drain.data(), second_drain.size());
+    backend->gpu_instruction_samples(second_samples.data(), second_samples.size());
     backend->data_object(rt::data_object_event{39 * ms, rt::data_object_change::unregistered, main_tid, &peer_grid});
     backend->flush(rt::session_status{&runtime_metadata, &user_metadata, 1000, 5, true});
   }

@@ -562,21 +562,22 @@
     const allSamples = ownSamples.slice();
     for (let i = contexts.length - 1; i > 0; --i) allSamples[contexts[i].parent] += allSamples[i];
     const sampleColumns = samples ? [{title: 'GINST', align: 'r', value: (i) => (inclusive ? allSamples[i] : ownSamples[i])},
-                                     {title: 'GPU stalls (launched here)', value: (i) => ownSamples[i]}] : [];
+                                     {title: 'GPU stalls', value: (i) => ownSamples[i]}] : [];
     // Kernels and GPU lines under their launching context: expanded keys 'k:<context>/<kernel>'.
     const expandedGpu = new Set();
     if (samples && samples.lines.length <= 300) for (const key of gpuLinesOf.keys()) expandedGpu.add('k:' + key);
     const columns = [
       {title: 'context', value: (i) => contextLabel(contexts[i])},
       {title: 'file:line', value: (i) => sourceLocation(contexts[i])},
+      // Beside the source lines, so that a kernel's stalls show next to its launch.
+      ...sampleColumns,
       {title: 'calls', align: 'r', value: (i) => contexts[i].calls},
       {title: 'host ms (incl)', align: 'r', value: (i) => contexts[i].inclusive_ns},
       {title: 'host ms (excl)', align: 'r', value: (i) => contexts[i].exclusive_ns},
       ...metricColumns.map((c) => ({title: c.title, align: 'r',
                                     value: (i) => gpu(inclusive ? inclusiveGpu[i] : contexts[i].gpu, c.metric)})),
-      ...sampleColumns,
     ];
-    let sortBy = 3;
+    let sortBy = columns.findIndex((column) => column.title === 'host ms (incl)');
     let ascending = false;
     const controls = el('div', {class: 'controls'});
     const toggle = el('input', {type: 'checkbox', id: 'code-gpu-inclusive', checked: true});
@@ -611,10 +612,15 @@
         return ascending ? order : -order;
       });
     }
+    // "-" marks a context without samples, so that the sampled ones stand out.
+    function contextSamples(index) {
+      const value = inclusive ? allSamples[index] : ownSamples[index];
+      return value > 0 ? samplesText(value) : '-';
+    }
     function row(index) {
       const node = contexts[index];
       const metrics = inclusive ? inclusiveGpu[index] : node.gpu;
-      const hasChildren = childrenOf[index].length > 0;
+      const hasChildren = childrenOf[index].length > 0 || gpuKernelsOf[index].length > 0;
       const twisty = el('span', {class: 'tree-toggle'}, hasChildren ? (expanded.has(index) ? '▾' : '▸') : '');
       twisty.addEventListener('click', (event) => {
         event.stopPropagation();
@@ -627,12 +633,12 @@
                            class: 'selectable' + (node.api_call ? ' api' : '') + (node.synthetic ? ' synthetic' : '') +
                                   (index === selected ? ' selected' : '')},
                     name, el('td', {title: sourceLocation(node) || undefined}, shortLocation(node)),
+                    samples ? [el('td', {class: 'r'}, contextSamples(index)),
+                               el('td')] : [],
                     el('td', {class: 'r'}, index === 0 ? '' : format.count(node.calls)),
                     el('td', {class: 'r'}, format.ms(node.inclusive_ns)),
                     el('td', {class: 'r'}, format.ms(node.exclusive_ns)),
-                    metricColumns.map((c) => el('td', {class: 'r'}, c.text(gpu(metrics, c.metric)))),
-                    samples ? [el('td', {class: 'r'}, samplesText(inclusive ? allSamples[index] : ownSamples[index])),
-                               el('td')] : []);
+                    metricColumns.map((c) => el('td', {class: 'r'}, c.text(gpu(metrics, c.metric)))));
       tr.addEventListener('click', () => select(index));
       return tr;
     }
@@ -650,17 +656,17 @@
         });
       }
       const shown = line || entry;
-      const label = line ? 'GPU line ' + line.location : entry.kernel;
       const where = line ? line.location : '';
+      const label = line ? 'GPU line ' + where.slice(where.lastIndexOf('/') + 1) : entry.kernel;
       return el('tr', {class: line ? 'gpu-line' : 'gpu-kernel', 'data-gpu-context': index,
                        'data-gpu-kernel': entry.kernel, 'data-gpu-location': line ? line.location : undefined},
                 el('td', {class: 'name', title: label}, el('span', {style: `padding-left:${depth * 14}px`}), twisty,
                    el('span', {class: 'clip'}, label)),
                 el('td', {title: line && line.file ? where : undefined}, where.slice(where.lastIndexOf('/') + 1)),
-                el('td'), el('td'), el('td'), metricColumns.map(() => el('td')),
                 el('td', {class: 'r'}, shown.shown),
                 el('td', {class: 'stalls'}, stallBar(shown, 120), ' ', shown.stalled_shown + ' stalled',
-                   shown.reasons_shown ? ': ' + shown.reasons_shown : ''));
+                   shown.reasons_shown ? ': ' + shown.reasons_shown : ''),
+                el('td'), el('td'), el('td'), metricColumns.map(() => el('td')));
     }
     function gpuRows(index) {
       const rows = [];
