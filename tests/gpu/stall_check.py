@@ -20,7 +20,9 @@ def fail(message):
 
 
 def short(name):
-    """The kernel's name without its parameters: 'memory_bound(float*, ...)' -> 'memory_bound'."""
+    """The kernel's name without namespace and parameters: '(anonymous namespace)::memory_bound(float*,
+    ...)' (ferret, demangled) and '<unnamed>::memory_bound(float *, ...)' (ncu) -> 'memory_bound'."""
+    name = name.replace("(anonymous namespace)::", "").replace("<unnamed>::", "")
     name = name.split("(")[0]
     return name.split("::")[-1].strip()
 
