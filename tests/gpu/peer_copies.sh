@@ -31,22 +31,9 @@ nvidia-smi topo -m
 echo "peer copies: NVLink status of GPU 0 (nvidia-smi nvlink --status -i 0):"
 nvidia-smi nvlink --status -i 0 2>&1 | head -n 24
 
-# The libraries run.sh puts on the path, for a standalone run: the build's,
-# libcupti from the toolkit alone, and carried ones this machine lacks.
-links=$work/libraries
-rm -rf "$links"
-mkdir -p "$links"
-for folder in /usr/local/cuda/extras/CUPTI/lib64 /usr/local/cuda/lib64 /usr/local/cuda/lib; do
-  if compgen -G "$folder/libcupti.so*" > /dev/null; then
-    ln -s "$folder"/libcupti.so* "$links/"
-    break
-  fi
-done
-for library in "$build"/lib/carried/*.so*; do
-  [[ -e $library ]] || continue
-  ldconfig -p | grep -q "^[[:space:]]*$(basename "$library") " || ln -sf "$library" "$links/"
-done
-export LD_LIBRARY_PATH=$build/lib:$links${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# The libraries run.sh puts on the path, for a standalone run.
+source "$here/carried_libraries.sh"
+use_carried_libraries "$build" "$work/libraries"
 
 rm -rf "$work/peer" "$work/peer.json"
 FERRET_BACKEND=chrome,summary,otf2 FERRET_OUTPUT=$work/peer "$program" > "$work/peer.out" 2> "$work/peer-summary.txt"

@@ -32,20 +32,8 @@ if [[ ! -x $ncu ]]; then
 fi
 
 # The libraries run.sh puts on the path, for a standalone run.
-links=$work/libraries
-rm -rf "$links"
-mkdir -p "$links"
-for folder in /usr/local/cuda/extras/CUPTI/lib64 /usr/local/cuda/lib64 /usr/local/cuda/lib; do
-  if compgen -G "$folder/libcupti.so*" > /dev/null; then
-    ln -s "$folder"/libcupti.so* "$links/"
-    break
-  fi
-done
-for library in "$build"/lib/carried/*.so*; do
-  [[ -e $library ]] || continue
-  ldconfig -p | grep -q "^[[:space:]]*$(basename "$library") " || ln -sf "$library" "$links/"
-done
-export LD_LIBRARY_PATH=$build/lib:$links${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+source "$here/carried_libraries.sh"
+use_carried_libraries "$build" "$work/libraries"
 
 rm -rf "$work"/stalls* "$work"/ncu*
 echo "stall check: ferret, FERRET_CUDA_PC_SAMPLING=1"
