@@ -239,18 +239,22 @@ void record_call_stack() noexcept {
   if (!detail::recording()) return;
   const frame_reader* reader = python();
   if (reader == nullptr) return;
+  last_capture* last = runtime::per_thread<last_capture>::get();
   python_frame frames[max_frames];
   bool deeper = false;
-  const std::size_t count = reader->walk(frames, max_frames, deeper);
+  const std::size_t count =
+      last != nullptr ? reader->walk(frames, max_frames, deeper, last->frames, last->identities, last->count)
+                      : reader->walk(frames, max_frames, deeper, nullptr, nullptr, 0);
   if (count == 0) return;
 
   const detail::call_stack* stack = nullptr;
   try {
     code_identity identities[max_frames];
     for (std::size_t i = 0; i < count; ++i) identities[i] = reader->identify(frames[i].code);
-    last_capture* last = runtime::per_thread<last_capture>::get();
     if (last != nullptr && same_as_last(*last, frames, identities, count, deeper)) {
       stack = last->stack;
+      // The same lines, perhaps at other instructions of them: the next walk compares with these.
+      std::copy(frames, frames + count, last->frames);
     } else {
       stack = stack_of(*reader, frames, identities, count, deeper);
       if (last != nullptr) {

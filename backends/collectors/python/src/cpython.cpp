@@ -74,7 +74,9 @@ class layout_reader final : public frame_reader {
     return this_thread_state_ != nullptr && code_type_ != nullptr && unicode_type_ != nullptr;
   }
 
-  std::size_t walk(python_frame* frames, std::size_t room, bool& deeper) const noexcept override {
+  std::size_t walk(python_frame* frames, std::size_t room, bool& deeper, const python_frame* previous,
+                   const code_identity* previous_identities,
+                   std::size_t previous_count) const noexcept override {
     deeper = false;
     if (!common_.running()) return 0;
     // The thread's state whether or not it holds the GIL now.
@@ -90,13 +92,21 @@ class layout_reader final : public frame_reader {
         continue;  // a shim frame where C called into Python
       const auto* code = read<const py_object*>(frame, layout_.frame_code);
       if (!is_code(code)) break;  // not a layout ferret knows: stop rather than guess
-      int line = 0;
-      if (!line_of(frame, code, line)) continue;  // a frame being set up, or a shim
+      int offset = 0;
+      if (!offset_of(frame, code, offset)) continue;  // a frame being set up, or a shim
       if (count == room) {
         deeper = true;
         break;
       }
-      frames[count++] = python_frame{code, line};
+      // The line of the last walk when nothing changed (the identity guards
+      // against another code object at a freed one's address).
+      int line = 0;
+      if (count < previous_count && previous[count].code == code && previous[count].offset == offset &&
+          same_identity(identify(code), previous_identities[count]))
+        line = previous[count].line;
+      else
+        line = common_.code_line(const_cast<py_object*>(code), offset);
+      frames[count++] = python_frame{code, line, offset};
     }
     return count;
   }
@@ -121,10 +131,14 @@ class layout_reader final : public frame_reader {
     return object != nullptr && read<const void*>(object, layout_.object_type) == code_type_;
   }
 
-  // The line a frame is at, as PyFrame_GetLineNumber computes it; false for
-  // a frame still being set up (PyFrame_GetBack skips those too).
-  bool line_of(const void* frame, const py_object* code, int& line) const noexcept {
-    int byte_offset = 0;
+  static bool same_identity(const code_identity& a, const code_identity& b) noexcept {
+    return a.file == b.file && a.function == b.function && a.first_line == b.first_line;
+  }
+
+  // The byte offset of the instruction a frame is at, from which
+  // PyFrame_GetLineNumber computes its line; false for a frame still being
+  // set up (PyFrame_GetBack skips those too).
+  bool offset_of(const void* frame, const py_object* code, int& byte_offset) const noexcept {
     if (layout_.minor <= 10) {
       const int last = read<int>(frame, layout_.frame_instruction);  // 3.9: bytes, 3.10: code units
       byte_offset = layout_.minor == 9 ? last : last * 2;
@@ -137,7 +151,6 @@ class layout_reader final : public frame_reader {
         return false;  // incomplete: still being set up
       byte_offset = static_cast<int>(offset);
     }
-    line = common_.code_line(const_cast<py_object*>(code), byte_offset);
     return true;
   }
 
@@ -192,7 +205,8 @@ class api_reader final : public frame_reader {
            bind(scope, dec_ref_, "Py_DecRef");
   }
 
-  std::size_t walk(python_frame* frames, std::size_t room, bool& deeper) const noexcept override {
+  std::size_t walk(python_frame* frames, std::size_t room, bool& deeper, const python_frame*,
+                   const code_identity*, std::size_t) const noexcept override {
     deeper = false;
     if (!common_.running() || gil_state_check_() == 0) return 0;
     py_object* frame = eval_get_frame_();  // borrowed
@@ -210,7 +224,7 @@ class api_reader final : public frame_reader {
         dec_ref_(frame);
         break;
       }
-      frames[count++] = python_frame{code, frame_get_line_number_(frame)};
+      frames[count++] = python_frame{code, frame_get_line_number_(frame), -1};
       py_object* outer = frame_get_back_(frame);
       dec_ref_(frame);
       frame = outer;

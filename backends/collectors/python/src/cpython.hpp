@@ -25,6 +25,7 @@ struct py_object;
 struct python_frame {
   const py_object* code;
   int line;
+  int offset = -1;  // the instruction's byte offset in its code; -1 when the reader cannot say
 };
 
 // What a frame's code object says about itself: names cached by a code
@@ -41,7 +42,13 @@ class frame_reader {
   virtual ~frame_reader() = default;
   // The calling thread's frames, innermost first; `deeper` when more than
   // `room` exist. 0 when the thread runs no Python (or it cannot be read now).
-  virtual std::size_t walk(python_frame* frames, std::size_t room, bool& deeper) const noexcept = 0;
+  // `previous` (with their identities): this thread's last walk; a frame at
+  // the same instruction of the same code object takes its line from there
+  // instead of decoding the line table again (most of a walk's cost: a loop
+  // launching from one line walks the same frames every time).
+  virtual std::size_t walk(python_frame* frames, std::size_t room, bool& deeper,
+                           const python_frame* previous, const code_identity* previous_identities,
+                           std::size_t previous_count) const noexcept = 0;
   // Cheap identity of a code object, to validate cached names.
   virtual code_identity identify(const py_object* code) const noexcept = 0;
   // The code's file and function names (UTF-8); false if they cannot be read.
