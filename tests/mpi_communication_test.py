@@ -90,8 +90,17 @@ def run_ranks(options, traces, skewed, backend="chrome", ranks=RANKS):
     if result.returncode != 0:
         fail(f"{' '.join(command)} exited with {result.returncode}")
 
+    # OpenMPI's layout: <dir>/1/rank.<n>/stderr, n zero-padded to the width of the largest rank.
+    folders = {}
+    if os.path.isdir(os.path.join(outputs, "1")):
+        for name in os.listdir(os.path.join(outputs, "1")):
+            if name.startswith("rank.") and name[5:].isdigit():
+                folders[int(name[5:])] = os.path.join(outputs, "1", name)
+    if sorted(folders) != list(range(ranks)):
+        fail(f"mpiexec --output-filename made {sorted(folders)} in {outputs}, expected ranks 0..{ranks - 1}")
+
     def rank_stderr(rank):
-        path = os.path.join(outputs, "1", f"rank.{rank}", "stderr")
+        path = os.path.join(folders[rank], "stderr")
         if not os.path.exists(path):
             return ""
         with open(path) as f:
