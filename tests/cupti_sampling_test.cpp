@@ -11,6 +11,7 @@
 
 #include "cubin_line_info.hpp"
 #include "sample_attribution.hpp"
+#include "sampling_setting.hpp"
 #include "stall_reasons.hpp"
 
 namespace rt = ferret::runtime;
@@ -37,6 +38,23 @@ TEST_CASE("stall reasons: CUPTI's metric names, their duplicates and their class
   CHECK(classify_stall_reason("a_reason_of_a_future_gpu") == rt::gpu_stall::othr);
   CHECK(rt::metric_name(rt::gpu_stall::gmem) == "GINST:STL_GMEM");
   CHECK(rt::metric_name(rt::gpu_stall::none) == "GINST:STL_NONE");
+}
+
+TEST_CASE("setting: off, CUPTI's period, 2^N cycles, or the cycles; anything else refused") {
+  using ferret::cupti::parse_pc_sampling;
+  CHECK_FALSE(parse_pc_sampling(nullptr)->on);
+  CHECK_FALSE(parse_pc_sampling("")->on);
+  CHECK_FALSE(parse_pc_sampling("0")->on);
+  CHECK(parse_pc_sampling("1")->on);
+  CHECK(parse_pc_sampling("1")->period_exponent == 0);
+  CHECK(parse_pc_sampling("5")->period_exponent == 5);
+  CHECK(parse_pc_sampling("31")->period_exponent == 31);
+  CHECK(parse_pc_sampling("4096")->period_exponent == 12);  // cycles, as ncu's users give them
+  CHECK(parse_pc_sampling("32")->period_exponent == 5);
+  CHECK(parse_pc_sampling("2147483648")->period_exponent == 31);
+  for (const char* refused : {"yes", "on", "true", "2", "4", "33", "4095", "4294967296", "-1", "1e3",
+                              " 1", "12345678901234567890"})
+    CHECK_MESSAGE(!parse_pc_sampling(refused), refused);
 }
 
 namespace {

@@ -55,11 +55,12 @@ constexpr setting table[] = {
      "driver: the same work seen at the driver calls the runtime makes (cuLaunchKernel for "
      "cudaLaunchKernel), no runtime callback at all: the runtime's other calls cost nothing. "
      "all: every runtime call."},
-    {"FERRET_CUDA_PC_SAMPLING", "0, 1, or 5 to 31", "0",
+    {"FERRET_CUDA_PC_SAMPLING", "0, 1, 5 to 31, or cycles (a power of two)", "0",
      "CUDA collector: instruction samples with stall reasons (CUPTI's PC sampling, continuous: "
      "concurrent kernels stay concurrent), by source line where the code has line information "
      "(-lineinfo) and by the calling context of the launch. 1: at CUPTI's period for the GPU; "
-     "N: a sample every 2^N cycles per SM. 0: off, nothing subscribed. See docs/gpu-inside.md."},
+     "5 to 31: a sample every 2^N cycles per SM; 32 to 2147483648, a power of two: every that "
+     "many cycles. 0: off, nothing subscribed. See docs/gpu-inside.md."},
     {"FERRET_LEVEL_ZERO_API", "work, work-uncounted or all", "work",
      "Level Zero collector: which API calls become regions, as FERRET_CUDA_API (metadata "
      "level-zero-api-unrecorded:<call>). all: every call the collector traces."},

@@ -197,8 +197,8 @@ void cuda_collector::subscribe() {
   std::optional<pc_sampling_setting> sampling = parse_pc_sampling(sampling_value);
   if (!sampling) {
     runtime::print_message(fmt::format("FERRET_CUDA_PC_SAMPLING='{}' is not valid (expected 0, 1, "
-                                       "or 5 to 31 for a sample every 2^N cycles); no instruction "
-                                       "samples",
+                                       "5 to 31 for a sample every 2^N cycles, or the cycles, a "
+                                       "power of two); no instruction samples",
                                        sampling_value));
     sampling = pc_sampling_setting{};
   }

@@ -30,19 +30,6 @@ std::string cupti_error(CUptiResult result) {
 
 }  // namespace
 
-std::optional<pc_sampling_setting> parse_pc_sampling(const char* value) {
-  const std::string_view text = value != nullptr ? value : "";
-  if (text.empty() || text == "0") return pc_sampling_setting{};
-  if (text == "1") return pc_sampling_setting{true, 0};
-  std::uint32_t exponent = 0;
-  for (const char c : text) {
-    if (c < '0' || c > '9' || exponent > 100) return std::nullopt;
-    exponent = exponent * 10 + static_cast<std::uint32_t>(c - '0');
-  }
-  if (exponent < 5 || exponent > 31) return std::nullopt;
-  return pc_sampling_setting{true, exponent};
-}
-
 // One CUDA context's sampling: the reasons it collects and its two buffers
 // (the one GetData fills; the one CUPTI fills by itself when sampling is
 // disabled or a module unloaded).

@@ -32,16 +32,9 @@
 
 #include "ferret/runtime/backend.hpp"
 #include "sample_attribution.hpp"
+#include "sampling_setting.hpp"
 
 namespace ferret::cupti {
-
-/// FERRET_CUDA_PC_SAMPLING: unset or "0": off; "1": on at CUPTI's period; "5" to
-/// "31": on, a sample every 2^N cycles per SM. nullopt for anything else.
-struct pc_sampling_setting {
-  bool on = false;
-  std::uint32_t period_exponent = 0;  // 0: CUPTI's default (it depends on the GPU)
-};
-std::optional<pc_sampling_setting> parse_pc_sampling(const char* value);
 
 class pc_sampler {
  public:
