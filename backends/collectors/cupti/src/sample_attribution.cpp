@@ -1,7 +1,6 @@
 #include "sample_attribution.hpp"
 
 #include <algorithm>
-#include <cstring>
 
 namespace ferret::cupti {
 
@@ -71,23 +70,31 @@ double weigh(std::vector<candidate>& launches, std::int64_t from, std::int64_t t
 }
 }  // namespace
 
+sample_attribution::launches_by_function sample_attribution::index_launches() {
+  launches_by_function index;
+  for (held_kernel& kernel : held_)
+    if (kernel.activity.name != nullptr)
+      index.held[{kernel.activity.device, kernel.activity.name}].push_back(&kernel);
+  for (const released_kernel& kernel : recent_)
+    if (kernel.name != nullptr) index.recent[{kernel.device, kernel.name}].push_back(&kernel);
+  return index;
+}
+
 bool sample_attribution::share(const function_key& key, pending_function& pending,
-                               std::vector<gpu_sample_batch>& batches) {
-  const auto same_function = [&](std::uint32_t device, const char* name) {
-    return device == key.first && name != nullptr && std::strcmp(name, key.second) == 0;
-  };
+                               const launches_by_function& index, std::vector<gpu_sample_batch>& batches) {
+  const std::pair<std::uint32_t, std::string_view> function{key.first, key.second};
   std::vector<candidate> launches;
   std::vector<held_kernel*> held;
-  for (held_kernel& kernel : held_)
-    if (same_function(kernel.activity.device, kernel.activity.name)) {
-      launches.push_back({kernel.activity.launch.correlation, kernel.activity.start_ns,
-                          kernel.activity.end_ns, 0});
-      held.push_back(&kernel);
+  if (const auto found = index.held.find(function); found != index.held.end())
+    for (held_kernel* kernel : found->second) {
+      launches.push_back({kernel->activity.launch.correlation, kernel->activity.start_ns,
+                          kernel->activity.end_ns, 0});
+      held.push_back(kernel);
     }
   if (launches.empty())
-    for (const released_kernel& kernel : recent_)
-      if (same_function(kernel.device, kernel.name))
-        launches.push_back({kernel.correlation, kernel.start_ns, kernel.end_ns, 0});
+    if (const auto found = index.recent.find(function); found != index.recent.end())
+      for (const released_kernel* kernel : found->second)
+        launches.push_back({kernel->correlation, kernel->start_ns, kernel->end_ns, 0});
   if (launches.empty()) return false;
   // The window is widened by the latency, for samples that came one collection late.
   const double total = weigh(launches, pending.first_ns - latency_ns_, pending.last_ns);
@@ -145,8 +152,9 @@ runtime::gpu_kernel_samples sample_attribution::totals_of(const held_kernel& ker
 
 void sample_attribution::release(std::int64_t now_ns, bool final, std::vector<gpu_activity>& activities,
                                  std::vector<gpu_sample_batch>& batches) {
+  const launches_by_function index = index_launches();
   for (auto it = pending_.begin(); it != pending_.end();) {
-    if (share(it->first, it->second, batches)) {
+    if (share(it->first, it->second, index, batches)) {
       it = pending_.erase(it);
     } else if (final) {
       // No launch of its function ran: the runtime counts these samples.

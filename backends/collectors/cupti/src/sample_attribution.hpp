@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -99,11 +100,21 @@ class sample_attribution {
   };
   using function_key = std::pair<std::uint32_t, const char*>;  // device, function
 
-  bool share(const function_key& key, pending_function& pending,
+  // The held and recently released launches of each function on each device,
+  // made once per release() (a drain may hold many launches, a PyTorch step
+  // hundreds of functions: sharing must not compare every pair).
+  struct launches_by_function {
+    std::map<std::pair<std::uint32_t, std::string_view>, std::vector<held_kernel*>> held;
+    std::map<std::pair<std::uint32_t, std::string_view>, std::vector<const released_kernel*>> recent;
+  };
+  launches_by_function index_launches();
+  bool share(const function_key& key, pending_function& pending, const launches_by_function& launches,
              std::vector<runtime::gpu_sample_batch>& batches);
   runtime::gpu_kernel_samples totals_of(const held_kernel& kernel) const;
 
-  static constexpr std::int64_t recent_ns = 2'000'000'000;
+  // How long released launches stay candidates for late samples (CUPTI
+  // decodes every 10 ms; memory: the launches of this long).
+  static constexpr std::int64_t recent_ns = 500'000'000;
   const std::int64_t latency_ns_;
   std::unordered_map<std::uint32_t, device_clock> clocks_;
   std::deque<held_kernel> held_;
