@@ -35,6 +35,7 @@
 
 #include "api_calls.hpp"
 #include "api_table.hpp"
+#include "cupti_error.hpp"
 #include "pc_sampling.hpp"
 #include "ferret/runtime/api_policy.hpp"
 #include "ferret/runtime/context_source.hpp"
@@ -55,12 +56,6 @@ std::int64_t monotonic_raw_ns() noexcept {
 }
 
 uint64_t CUPTIAPI timestamp_callback() { return static_cast<uint64_t>(monotonic_raw_ns()); }
-
-std::string cupti_error(CUptiResult result) {
-  const char* text = nullptr;
-  if (cuptiGetResultString(result, &text) != CUPTI_SUCCESS || text == nullptr) return fmt::format("CUPTI error {}", static_cast<int>(result));
-  return text;
-}
 
 // Driver entry points the collector needs for device limits, looked up in the
 // libcuda the program already loaded (the collector never loads it itself).

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "cubin_line_info.hpp"
+#include "cupti_error.hpp"
 #include "ferret/runtime/runtime.hpp"
 #include "stall_reasons.hpp"
 
@@ -20,13 +21,6 @@ constexpr std::size_t pcs_per_call = 4096;
 constexpr std::uint32_t decode_period_ms = 10;
 // How long a kernel waits for its samples after its end: a few decoding periods.
 constexpr std::int64_t sample_latency_ns = 50'000'000;
-
-std::string cupti_error(CUptiResult result) {
-  const char* text = nullptr;
-  if (cuptiGetResultString(result, &text) != CUPTI_SUCCESS || text == nullptr)
-    return fmt::format("CUPTI error {}", static_cast<int>(result));
-  return text;
-}
 
 }  // namespace
 

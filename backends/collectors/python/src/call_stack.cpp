@@ -56,10 +56,6 @@ struct code_info {
   std::unordered_map<int, const site*> lines;  // user code: a node per line
 };
 
-bool same(const code_identity& a, const code_identity& b) noexcept {
-  return a.file == b.file && a.function == b.function && a.first_line == b.first_line;
-}
-
 struct vector_hash {
   std::size_t operator()(const std::vector<const site*>& frames) const noexcept {
     std::size_t hash = frames.size();

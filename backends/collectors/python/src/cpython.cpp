@@ -102,7 +102,7 @@ class layout_reader final : public frame_reader {
       // against another code object at a freed one's address).
       int line = 0;
       if (count < previous_count && previous[count].code == code && previous[count].offset == offset &&
-          same_identity(identify(code), previous_identities[count]))
+          same(identify(code), previous_identities[count]))
         line = previous[count].line;
       else
         line = common_.code_line(const_cast<py_object*>(code), offset);
@@ -129,10 +129,6 @@ class layout_reader final : public frame_reader {
   }
   bool is_code(const void* object) const noexcept {
     return object != nullptr && read<const void*>(object, layout_.object_type) == code_type_;
-  }
-
-  static bool same_identity(const code_identity& a, const code_identity& b) noexcept {
-    return a.file == b.file && a.function == b.function && a.first_line == b.first_line;
   }
 
   // The byte offset of the instruction a frame is at, from which

@@ -37,6 +37,10 @@ struct code_identity {
   int first_line;
 };
 
+inline bool same(const code_identity& a, const code_identity& b) noexcept {
+  return a.file == b.file && a.function == b.function && a.first_line == b.first_line;
+}
+
 class frame_reader {
  public:
   virtual ~frame_reader() = default;
