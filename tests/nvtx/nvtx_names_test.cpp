@@ -2,6 +2,7 @@
 // categories, registered strings (backends/collectors/nvtx/src/nvtx_names.hpp).
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -129,8 +130,12 @@ TEST_CASE("threads naming at once get the same sites") {
   ferret::nvtx::domain* shared = names.create_domain("threads");
   std::vector<std::vector<const site*>> seen(4);
   std::vector<std::thread> threads;
+  std::atomic<std::size_t> waiting{seen.size()};
   for (std::size_t t = 0; t < seen.size(); ++t)
     threads.emplace_back([&, t] {
+      // All start together, so that they race for the first category labels.
+      waiting.fetch_sub(1);
+      while (waiting.load() != 0) std::this_thread::yield();
       for (int round = 0; round < 200; ++round)
         for (int n = 0; n < 20; ++n) {
           const std::string name = "range " + std::to_string(n);

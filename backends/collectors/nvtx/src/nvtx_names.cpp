@@ -83,7 +83,12 @@ const char* domain::category_label(std::uint32_t category) {
   if (category < direct_categories)
     if (const char* known = direct_[category].load(std::memory_order_acquire)) return known;
   std::lock_guard lock{mutex_};
-  if (const auto it = other_.find(category); it != other_.end()) return it->second;
+  // Looked up again under the lock: another thread may have made it meanwhile.
+  if (category < direct_categories) {
+    if (const char* known = direct_[category].load(std::memory_order_relaxed)) return known;
+  } else if (const auto it = other_.find(category); it != other_.end()) {
+    return it->second;
+  }
   return make_category_label(category, {});
 }
 
