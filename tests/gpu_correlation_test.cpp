@@ -37,7 +37,14 @@ class fake_collector final : public ferret::runtime::collector {
  public:
   std::vector<gpu_activity> queued;
   std::vector<ferret::runtime::gpu_sample_batch> queued_samples;
+  std::vector<ferret::runtime::gpu_remote_access_batch> queued_remote;
   int abandoned = 0;
+
+  void collect_remote_accesses(std::vector<ferret::runtime::gpu_remote_access_batch>& batches,
+                               bool) override {
+    batches.insert(batches.end(), queued_remote.begin(), queued_remote.end());
+    queued_remote.clear();
+  }
 
   void collect_samples(std::vector<ferret::runtime::gpu_sample_batch>& batches, bool) override {
     batches.insert(batches.end(), queued_samples.begin(), queued_samples.end());
@@ -197,6 +204,81 @@ TEST_CASE("instruction samples: each launch's context gets its share, summed per
     CHECK(s.line == (s.pc_offset == 0x40 ? 12u : 13u));
   }
   CHECK(metadata_count(c, "gpu-instruction-samples-without-launch") == 8);
+}
+
+TEST_CASE("device-initiated traffic: each launch's context, its objects, summed per instruction") {
+  using ferret::runtime::memory_access;
+  fake_collector& source = collector();
+  memory_backend::clear();
+  static char peer[1 << 12];
+  const std::uint64_t halo = ferret::register_data_object("halo", peer, sizeof peer,
+                                                          ferret::memory_kind::device, 1);
+  {
+    ferret::region solve{"solve"};
+    api_call("cudaLaunchKernel", 71);
+    api_call("cudaLaunchKernel", 72);
+  }
+  ferret::runtime::gpu_kernel_remote_traffic totals{};
+  totals.target_count = 1;
+  totals.targets[0] = {1, 4096, 512};
+  gpu_activity first = kernel(71, monotonic_raw_ns());
+  first.remote = &totals;
+  source.queued.push_back(first);
+  source.queued.push_back(kernel(72, monotonic_raw_ns()));
+  ferret::runtime::gpu_remote_access_batch batch;
+  batch.correlation = 71;
+  batch.function = "_Z7stencilPf";
+  batch.accesses = {{0x80, "/src/s.cu", 21, 1, memory_access::load, halo, 1024, 4096},
+                    {0x90, "/src/s.cu", 22, 1, memory_access::store, halo, 128, 512},
+                    {0xa0, nullptr, 0, ferret::runtime::host_memory_device, memory_access::load, 0, 2, 8}};
+  source.queued_remote.push_back(batch);
+  batch.correlation = 72;  // the same context: summed
+  batch.accesses.resize(1);
+  source.queued_remote.push_back(batch);
+  batch.correlation = 999;  // no launch seen: the root, counted
+  source.queued_remote.push_back(batch);
+  ferret::unregister_data_object(halo);  // released before the drain: still named
+  ferret::flush();
+
+  const capture c = memory_backend::snapshot();
+  const auto* launched = find(c, 71);
+  REQUIRE(launched != nullptr);
+  REQUIRE(launched->remote.has_value());
+  CHECK(launched->remote->target_count == 1);
+  CHECK(launched->remote->targets[0].loaded_bytes == 4096);
+  CHECK(!find(c, 72)->remote.has_value());
+  const auto entry = [&](const std::string& context, std::uint64_t pc) {
+    const ferret::testing::captured_remote_access* found = nullptr;
+    for (const auto& a : c.remote_accesses)
+      if (a.context == context && a.pc_offset == pc) {
+        CHECK(found == nullptr);  // one entry per key in a drain
+        found = &a;
+      }
+    return found;
+  };
+  const auto* load = entry("solve/cudaLaunchKernel", 0x80);
+  REQUIRE(load != nullptr);
+  CHECK(load->bytes == 2 * 4096);
+  CHECK(load->accesses == 2 * 1024);
+  CHECK(load->object == "halo");
+  CHECK(load->target_device == 1);
+  CHECK(load->access == memory_access::load);
+  CHECK(load->file == "/src/s.cu");
+  CHECK(load->line == 21);
+  const auto* store = entry("solve/cudaLaunchKernel", 0x90);
+  REQUIRE(store != nullptr);
+  CHECK(store->bytes == 512);
+  CHECK(store->access == memory_access::store);
+  const auto* host = entry("solve/cudaLaunchKernel", 0xa0);
+  REQUIRE(host != nullptr);
+  CHECK(host->target_device == ferret::runtime::host_memory_device);
+  CHECK(host->object.empty());
+  CHECK(host->file.empty());
+  const auto* lost = entry("", 0x80);
+  REQUIRE(lost != nullptr);
+  CHECK(lost->bytes == 4096);
+  CHECK(metadata_count(c, "gpu-device-initiated-bytes") == 4096 + 512 + 8 + 4096 + 4096);
+  CHECK(metadata_count(c, "gpu-device-initiated-bytes-without-launch") == 4096);
 }
 
 TEST_CASE("work a named thread launches outside every region has the thread as its context") {

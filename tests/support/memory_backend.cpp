@@ -37,6 +37,7 @@ void memory_backend::clear() {
   g_capture.gpu_activities.clear();
   g_capture.gpu_devices.clear();
   g_capture.instruction_samples.clear();
+  g_capture.remote_accesses.clear();
 }
 
 void memory_backend::gpu_device(const runtime::gpu_device_info& device) {
@@ -47,7 +48,7 @@ void memory_backend::gpu_device(const runtime::gpu_device_info& device) {
 void memory_backend::gpu_activities(const runtime::gpu_activity* activities, std::size_t count) {
   std::lock_guard lock{g_mutex};
   for (std::size_t i = 0; i < count; ++i) {
-    captured_gpu_activity out{activities[i], {}, {}, {}, {}, {}};
+    captured_gpu_activity out{activities[i], {}, {}, {}, {}, {}, {}};
     out.context = runtime::context_path(out.activity.launch.context, "/", true);
     if (out.activity.source_object != nullptr) out.source_object = out.activity.source_object->name;
     if (out.activity.destination_object != nullptr)
@@ -63,6 +64,10 @@ void memory_backend::gpu_activities(const runtime::gpu_activity* activities, std
       }
       out.activity.samples = nullptr;
     }
+    if (out.activity.remote != nullptr) {
+      out.remote = *out.activity.remote;
+      out.activity.remote = nullptr;
+    }
     g_capture.gpu_activities.push_back(std::move(out));
   }
 }
@@ -75,6 +80,18 @@ void memory_backend::gpu_instruction_samples(const runtime::gpu_instruction_samp
     g_capture.instruction_samples.push_back(
         {runtime::context_path(s.context, "/", true), s.device, s.function, s.pc_offset,
          s.file != nullptr ? s.file : "", s.line, s.reason->name, s.reason->stall, s.samples});
+  }
+}
+
+void memory_backend::gpu_remote_accesses(const runtime::gpu_remote_access* accesses,
+                                         std::size_t count) {
+  std::lock_guard lock{g_mutex};
+  for (std::size_t i = 0; i < count; ++i) {
+    const runtime::gpu_remote_access& a = accesses[i];
+    g_capture.remote_accesses.push_back(
+        {runtime::context_path(a.context, "/", true), a.device, a.target_device, a.access,
+         a.function, a.pc_offset, a.file != nullptr ? a.file : "", a.line, a.object_id,
+         a.object != nullptr ? a.object->name : "", a.accesses, a.bytes});
   }
 }
 

@@ -45,6 +45,7 @@ struct captured_gpu_activity {
   std::string destination_object;
   std::optional<runtime::gpu_kernel_samples> samples;  // top_reasons cleared
   std::vector<std::string> top_reasons;
+  std::optional<runtime::gpu_kernel_remote_traffic> remote;
 };
 
 // An instruction sample as delivered, with what its pointers named copied out.
@@ -60,10 +61,27 @@ struct captured_instruction_sample {
   double samples;
 };
 
+// A device-initiated access as delivered, with what its pointers named copied out.
+struct captured_remote_access {
+  std::string context;  // context_path(context, "/", true)
+  std::uint32_t device;
+  std::int32_t target_device;
+  runtime::memory_access access;
+  std::string function;
+  std::uint64_t pc_offset;
+  std::string file;  // "" without line information
+  std::uint32_t line;
+  std::uint64_t object_id;
+  std::string object;  // "" when not named
+  std::uint64_t accesses;
+  std::uint64_t bytes;
+};
+
 struct capture {
   std::vector<captured_gpu_activity> gpu_activities;
   std::vector<runtime::gpu_device_info> gpu_devices;
   std::vector<captured_instruction_sample> instruction_samples;
+  std::vector<captured_remote_access> remote_accesses;
   std::map<std::uint64_t, captured_thread> threads;  // by tid
   std::vector<captured_object_event> objects;
   runtime::metadata_list user_metadata;
@@ -87,6 +105,7 @@ class memory_backend final : public runtime::backend {
   void gpu_activities(const runtime::gpu_activity* activities, std::size_t count) override;
   void gpu_instruction_samples(const runtime::gpu_instruction_sample* samples,
                                std::size_t count) override;
+  void gpu_remote_accesses(const runtime::gpu_remote_access* accesses, std::size_t count) override;
   void abandon() noexcept override {}
   std::string describe() const override { return "memory backend"; }
 };

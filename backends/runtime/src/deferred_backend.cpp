@@ -31,13 +31,19 @@ struct held_activities {
   std::vector<gpu_activity> activities;  // name, object and samples pointers point into the holder
   std::deque<data_object_info> objects;
   std::deque<gpu_kernel_samples> samples;
+  std::deque<gpu_kernel_remote_traffic> remote;
 };
 // Instruction samples' pointers (contexts, functions, files, reasons) live as long as the session.
 struct held_samples {
   std::vector<gpu_instruction_sample> samples;
 };
+// Device-initiated traffic: its objects are copied, they may be forgotten before the replay.
+struct held_remote_accesses {
+  std::vector<gpu_remote_access> accesses;  // object pointers point into the holder
+  std::deque<data_object_info> objects;
+};
 using held_call = std::variant<held_records, held_object_event, gpu_device_info, held_activities,
-                               held_samples>;
+                               held_samples, held_remote_accesses>;
 
 class deferred_backend final : public backend {
  public:
@@ -114,6 +120,10 @@ class deferred_backend final : public backend {
         held.samples.push_back(*a.samples);
         a.samples = &held.samples.back();
       }
+      if (a.remote != nullptr) {
+        held.remote.push_back(*a.remote);
+        a.remote = &held.remote.back();
+      }
     }
     held_.emplace_back(std::move(held));
   }
@@ -124,6 +134,21 @@ class deferred_backend final : public backend {
     const std::size_t kept = admit(count);
     if (kept == 0) return;
     held_.emplace_back(held_samples{{samples, samples + kept}});
+  }
+
+  void gpu_remote_accesses(const gpu_remote_access* accesses, std::size_t count) override {
+    if (real_ != nullptr) return real_->gpu_remote_accesses(accesses, count);
+    if (failed_) return;
+    const std::size_t kept = admit(count);
+    if (kept == 0) return;
+    held_remote_accesses held;
+    held.accesses.assign(accesses, accesses + kept);
+    for (gpu_remote_access& access : held.accesses)
+      if (access.object != nullptr) {
+        held.objects.push_back(*access.object);
+        access.object = &held.objects.back();
+      }
+    held_.emplace_back(std::move(held));
   }
 
   void join_process_group(process_group& group) override {
@@ -194,6 +219,9 @@ class deferred_backend final : public backend {
   }
   void replay(held_samples& held) {
     real_->gpu_instruction_samples(held.samples.data(), held.samples.size());
+  }
+  void replay(held_remote_accesses& held) {
+    real_->gpu_remote_accesses(held.accesses.data(), held.accesses.size());
   }
 
   deferred_opener open_;

@@ -372,6 +372,12 @@ void runtime_state::deliver_gpu_activity(session& s) {
   if (std::vector<gpu_instruction_sample>& samples = s.gpu_samples.drained(); !samples.empty())
     for (auto& out : s.backends) out->gpu_instruction_samples(samples.data(), samples.size());
   s.gpu_samples.clear();
+  for (const gpu_remote_access_batch& batch : s.remote_batches)
+    s.gpu_remote.add(batch, s.launches, s.cycle, s.contexts.root(), s.objects);
+  s.remote_batches.clear();
+  if (std::vector<gpu_remote_access>& remote = s.gpu_remote.drained(); !remote.empty())
+    for (auto& out : s.backends) out->gpu_remote_accesses(remote.data(), remote.size());
+  s.gpu_remote.clear();
   s.launches.evict(s.cycle);
   s.objects.evict(s.cycle);
 }
@@ -408,6 +414,7 @@ void runtime_state::drain_locked(session& s, bool final) {
   for (collector* source : collectors) {
     source->collect(s.gpu_batch, s.gpu_devices, final);
     source->collect_samples(s.sample_batches, final);
+    source->collect_remote_accesses(s.remote_batches, final);
     source->collect_communication(s.new_communicators, s.communication_batch, final);
   }
   // Before the threads' records: a backend that writes each thread's events in
@@ -465,6 +472,12 @@ void runtime_state::drain_locked(session& s, bool final) {
     if (s.gpu_samples.unattributed() > 0)
       runtime_metadata.emplace_back("gpu-instruction-samples-without-launch",
                                     static_cast<std::int64_t>(s.gpu_samples.unattributed() + 0.5));
+    if (s.gpu_remote.bytes() > 0) {
+      runtime_metadata.emplace_back("gpu-device-initiated-bytes",
+                                    static_cast<std::int64_t>(s.gpu_remote.bytes()));
+      runtime_metadata.emplace_back("gpu-device-initiated-bytes-without-launch",
+                                    static_cast<std::int64_t>(s.gpu_remote.bytes_without_launch()));
+    }
     for (collector* source : collectors) source->add_metadata(runtime_metadata);
   }
   if (final) s.final_metadata = runtime_metadata;

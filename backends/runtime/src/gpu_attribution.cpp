@@ -94,6 +94,46 @@ void instruction_samples::clear() {
   index_.clear();
 }
 
+std::size_t remote_accesses::key_hash::operator()(const key& k) const noexcept {
+  std::size_t h = std::hash<const void*>{}(k.context);
+  h = h * 1000003u ^ std::hash<const void*>{}(k.function);
+  h = h * 1000003u ^ std::hash<std::uint64_t>{}(k.pc_offset);
+  h = h * 1000003u ^ std::hash<std::uint64_t>{}(k.object_id);
+  h = h * 1000003u ^ static_cast<std::size_t>(k.access);
+  h = h * 1000003u ^ static_cast<std::uint32_t>(k.target_device);
+  return h * 1000003u ^ k.device;
+}
+
+void remote_accesses::add(const gpu_remote_access_batch& batch, launch_table& launches,
+                          std::uint64_t cycle, const context_node* root,
+                          const object_history& objects) {
+  const std::optional<gpu_launch> launch =
+      batch.correlation != 0 ? launches.find(batch.correlation, cycle) : std::nullopt;
+  const context_node* context = launch && launch->context != nullptr ? launch->context : root;
+  for (const gpu_remote_access_batch::access& access : batch.accesses) {
+    bytes_ += access.bytes;
+    if (!launch) bytes_without_launch_ += access.bytes;
+    const key k{context,    batch.device,      access.target_device, access.kind,
+                batch.function, access.pc_offset, access.object_id};
+    const auto [it, inserted] = index_.try_emplace(k, accesses_.size());
+    if (inserted) {
+      accesses_.push_back(gpu_remote_access{
+          context, batch.device, access.target_device, access.kind, batch.function,
+          access.pc_offset, access.file, access.line, access.object_id,
+          access.object_id != 0 ? objects.find(access.object_id) : nullptr, access.accesses,
+          access.bytes});
+    } else {
+      accesses_[it->second].accesses += access.accesses;
+      accesses_[it->second].bytes += access.bytes;
+    }
+  }
+}
+
+void remote_accesses::clear() {
+  accesses_.clear();
+  index_.clear();
+}
+
 void object_history::registered(const data_object_info& object) {
   objects_.insert_or_assign(object.id, entry{object, false});
 }

@@ -147,6 +147,44 @@ class instruction_samples {
   double unattributed_ = 0;
 };
 
+// Device-initiated traffic of one drain, summed per (context, device, target,
+// access, function, instruction, object) over the launches of a context.
+class remote_accesses {
+ public:
+  void add(const gpu_remote_access_batch& batch, launch_table& launches, std::uint64_t cycle,
+           const context_node* root, const object_history& objects);
+  // This drain's entries, then empty again.
+  std::vector<gpu_remote_access>& drained() noexcept { return accesses_; }
+  void clear();
+  // Totals over the session, for the metadata.
+  std::uint64_t bytes() const noexcept { return bytes_; }
+  std::uint64_t bytes_without_launch() const noexcept { return bytes_without_launch_; }
+
+ private:
+  struct key {
+    const context_node* context;
+    std::uint32_t device;
+    std::int32_t target_device;
+    memory_access access;
+    const char* function;
+    std::uint64_t pc_offset;
+    std::uint64_t object_id;
+    bool operator==(const key& other) const noexcept {
+      return context == other.context && device == other.device &&
+             target_device == other.target_device && access == other.access &&
+             function == other.function && pc_offset == other.pc_offset &&
+             object_id == other.object_id;
+    }
+  };
+  struct key_hash {
+    std::size_t operator()(const key& k) const noexcept;
+  };
+  std::vector<gpu_remote_access> accesses_;
+  std::unordered_map<key, std::size_t, key_hash> index_;  // into accesses_
+  std::uint64_t bytes_ = 0;
+  std::uint64_t bytes_without_launch_ = 0;
+};
+
 // The name of an allocation the runtime tracks by itself: "<api>@<context
 // path>", or "<api>" outside any region.
 std::string allocation_name(std::string_view api, const context_node* context);

@@ -33,6 +33,15 @@ std::string_view to_string(copy_kind kind) noexcept {
   return "unknown";
 }
 
+std::string_view to_string(memory_access access) noexcept {
+  switch (access) {
+    case memory_access::load: return "load";
+    case memory_access::store: return "store";
+    case memory_access::atomic: return "atomic";
+  }
+  return "unknown";
+}
+
 std::string_view metric_name(gpu_stall stall) noexcept {
   switch (stall) {
     case gpu_stall::none: return "GINST:STL_NONE";

@@ -347,6 +347,8 @@ struct session {
   std::vector<gpu_device_info> gpu_devices;
   std::vector<gpu_sample_batch> sample_batches;  // this drain's, from the collectors
   instruction_samples gpu_samples;
+  std::vector<gpu_remote_access_batch> remote_batches;  // this drain's, from the collectors
+  remote_accesses gpu_remote;
   std::vector<communicator_info> new_communicators;
   std::vector<communication_event> communication_batch;
   std::uint64_t gpu_operations = 0;

@@ -251,6 +251,10 @@ struct gpu_activity {
   // Kernels, with instruction sampling on (FERRET_CUDA_PC_SAMPLING): the samples
   // attributed to this launch; nullptr otherwise. Valid for the call.
   const struct gpu_kernel_samples* samples;
+  // Kernels, with peer accesses counted (FERRET_CUDA_PEER_ACCESSES): the launch's
+  // device-initiated traffic; nullptr otherwise or when it reached no other
+  // memory. Valid for the call.
+  const struct gpu_kernel_remote_traffic* remote;
 };
 
 // ---------------------------------------------------------------------------
@@ -317,6 +321,54 @@ struct gpu_kernel_samples {
   // Its most sampled stall reasons (not "selected"), most first; nullptr past the last.
   const gpu_stall_reason* top_reasons[3];
   double top_reason_samples[3];
+};
+
+// ---------------------------------------------------------------------------
+// Device-initiated traffic: a kernel's own loads and stores that reach memory
+// outside the device it runs on (another GPU's, through peer access, NVSHMEM
+// or NCCL's kernels; host memory, zero-copy or managed), counted exactly on
+// the device per instruction (FERRET_CUDA_PEER_ACCESSES, docs/gpu-inside.md).
+
+/// What a device-initiated access did at the memory it reached. Bytes of a
+/// load flow from the memory's device to the kernel's, of a store or an atomic
+/// from the kernel's device to the memory's.
+enum class memory_access : std::uint8_t { load, store, atomic };
+/// "load", "store", "atomic".
+FERRET_EXPORT std::string_view to_string(memory_access access) noexcept;
+
+/// The device id that stands for host memory in target_device and in a
+/// copy's source or destination device.
+inline constexpr std::int32_t host_memory_device = -1;
+
+/// Accesses of one instruction to one data object on one other device, from
+/// the launches of one calling context: a row of the "device-initiated
+/// traffic" table. Counts are exact.
+struct gpu_remote_access {
+  const context_node* context;  // the launches' calling context; the root when not known
+  std::uint32_t device;         // where the kernel ran
+  std::int32_t target_device;   // whose memory it reached; host_memory_device for host memory
+  memory_access access;
+  const char* function;     // the function holding the instruction (mangled); lives as long as the session
+  std::uint64_t pc_offset;  // of the instruction in its function
+  const char* file;         // from the cubin's line table; nullptr without line information
+  std::uint32_t line;       // 0 without line information
+  std::uint64_t object_id;  // the data object the addresses fall in; 0: none ferret knows
+  const data_object_info* object;  // valid for the call; nullptr when object_id is 0 or forgotten
+  std::uint64_t accesses;   // thread-level: each active thread of a warp counts one
+  std::uint64_t bytes;
+};
+
+/// One kernel launch's device-initiated traffic, per memory it reached, for a
+/// trace event's arguments (gpu_activity::remote).
+struct gpu_kernel_remote_traffic {
+  struct target {
+    std::int32_t device;  // host_memory_device for host memory
+    std::uint64_t loaded_bytes;
+    std::uint64_t stored_bytes;  // stores and atomics
+  };
+  static constexpr std::size_t max_targets = 16;
+  std::uint32_t target_count;  // entries used in `targets`, most bytes first
+  target targets[max_targets];
 };
 
 // ---------------------------------------------------------------------------
@@ -434,6 +486,11 @@ class backend {
   /// reason) in a call, but a later drain may add to the same key.
   virtual void gpu_instruction_samples(const gpu_instruction_sample* /*samples*/,
                                        std::size_t /*count*/) {}
+  /// Device-initiated traffic of one drain (FERRET_CUDA_PEER_ACCESSES), after
+  /// that drain's activities (whose kernels carry their launch's totals); one
+  /// entry per (context, device, target, access, function, instruction, object)
+  /// in a call, but a later drain may add to the same key.
+  virtual void gpu_remote_accesses(const gpu_remote_access* /*accesses*/, std::size_t /*count*/) {}
   /// The processes of the run know each other now (MPI_Init returned, see
   /// runtime.hpp): a backend that writes one output for all processes agrees on
   /// it here, collectively. Called once, on the thread that initialised the

@@ -72,6 +72,27 @@ struct gpu_sample_batch {
   std::vector<share> launches;  // empty: no launch known (the samples go to the root)
 };
 
+/// The device-initiated traffic of one kernel launch, counted on the device
+/// per instruction and memory reached (exact: a collector that counts knows
+/// its launch). The runtime gives each entry the launch's calling context and
+/// resolves its object.
+struct gpu_remote_access_batch {
+  struct access {
+    std::uint64_t pc_offset;
+    const char* file;  // nullptr without line information; lives as long as the session
+    std::uint32_t line;
+    std::int32_t target_device;  // host_memory_device for host memory
+    memory_access kind;
+    std::uint64_t object_id;  // 0: in no data object ferret knows
+    std::uint64_t accesses;
+    std::uint64_t bytes;
+  };
+  std::uint64_t correlation = 0;  // the launching call's, as in gpu_activity::launch
+  std::uint32_t device = 0;
+  const char* function = nullptr;  // mangled; lives as long as the session
+  std::vector<access> accesses;
+};
+
 /// A source of activity that happens outside the program's threads (a GPU).
 /// The runtime calls it on the draining thread at the start of every drain,
 /// before it drains the threads' buffers, so that the launch of every
@@ -95,6 +116,11 @@ class collector {
   /// Appends the instruction samples taken since the last call (after
   /// collect() of the same drain); collectors that sample instructions only.
   virtual void collect_samples(std::vector<gpu_sample_batch>& /*batches*/, bool /*final*/) {}
+  /// Appends the device-initiated traffic of the launches completed since the
+  /// last call (after collect() of the same drain, which handed over their
+  /// kernels); collectors that count peer accesses only.
+  virtual void collect_remote_accesses(std::vector<gpu_remote_access_batch>& /*batches*/,
+                                       bool /*final*/) {}
   /// Adds the collector's counts (records, losses) to the output's metadata.
   virtual void add_metadata(metadata_list& metadata) const = 0;
   /// In a fork() child: stop without touching the parent's state.
