@@ -1,0 +1,55 @@
+// memory_ranges.hpp — which memory a device address belongs to, as the
+// Compute Sanitizer reports allocations (device memory per context, pinned
+// and mapped host memory, managed memory). The patch needs a sorted, disjoint
+// table on each device; the table changes with every allocation, and a
+// launch's counters name ranges by their index in the table it was given, so
+// tables are versioned and the last few are kept for decoding.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "peer_access_layout.h"
+
+namespace ferret::compute_sanitizer {
+
+class memory_ranges {
+ public:
+  /// A table of one version: sorted by begin, disjoint.
+  struct table {
+    std::uint64_t version;
+    std::vector<ferret_peer_range> ranges;
+  };
+
+  /// Tables kept for decoding: a launch whose table is older than this many
+  /// changes is decoded without ranges (counted, see peer_access_decoder).
+  static constexpr std::size_t kept_versions = 8;
+
+  /// An allocation of `bytes` at `address` in `device`'s memory
+  /// (runtime::host_memory_device for host memory). An allocation overlapping known ones replaces them (the
+  /// driver reuses addresses it was told are free).
+  void allocated(std::uint64_t address, std::uint64_t bytes, std::int32_t device);
+  /// The allocation starting at `address` is gone (unknown addresses: no-op).
+  void released(std::uint64_t address);
+
+  /// The current table (made once per change); never null.
+  std::shared_ptr<const table> current();
+  /// A kept table, or null when it is older than the kept ones.
+  std::shared_ptr<const table> find(std::uint64_t version) const;
+
+  std::size_t size() const noexcept { return ranges_.size(); }
+
+ private:
+  struct range {
+    std::uint64_t end;
+    std::int32_t device;
+  };
+  std::map<std::uint64_t, range> ranges_;  // by begin
+  std::uint64_t version_ = 1;
+  std::deque<std::shared_ptr<const table>> tables_;  // oldest first; the last is current when made
+};
+
+}  // namespace ferret::compute_sanitizer

@@ -1,0 +1,227 @@
+// Device-initiated traffic, the host's half (backends/collectors/compute_sanitizer):
+// the key packing and range search the device patch uses, the versioned
+// range tables and the decoding of a launch's counters — without a GPU: the
+// counters are filled here as the patch fills them.
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "memory_ranges.hpp"
+#include "peer_access_decoder.hpp"
+#include "peer_access_layout.h"
+
+namespace {
+
+using ferret::compute_sanitizer::decode_launch;
+using ferret::compute_sanitizer::decode_losses;
+using ferret::compute_sanitizer::function_map;
+using ferret::compute_sanitizer::memory_ranges;
+using ferret::compute_sanitizer::source_line;
+using ferret::runtime::memory_access;
+
+// What the patch does for one access of a warp group of `lanes` lanes, on the host.
+void count(ferret_peer_launch& launch, std::uint64_t pc, std::uint64_t address, std::uint32_t size,
+           std::uint32_t flags, std::uint32_t lanes = 1) {
+  const std::uint32_t range = ferret_peer_find_range(launch.ranges, launch.range_count, address);
+  if (range < launch.range_count && launch.ranges[range].device == launch.device) return;
+  const std::uint64_t key = ferret_peer_key(pc, ferret_peer_kind_of(flags),
+                                            range < launch.range_count ? range + 1 : 0);
+  if (key == 0) {
+    launch.lost[ferret_peer_lost_key_overflow] += lanes;
+    return;
+  }
+  std::uint32_t slot = ferret_peer_slot(key, launch.counter_slots);
+  for (std::uint32_t probe = 0; probe < FERRET_PEER_PROBES;
+       ++probe, slot = (slot + 1) & (launch.counter_slots - 1)) {
+    ferret_peer_counter& counter = launch.counters[slot];
+    if (counter.key != 0 && counter.key != key) continue;
+    counter.key = key;
+    counter.accesses += lanes;
+    counter.bytes += std::uint64_t{lanes} * size;
+    counter.lowest_address_inverted = std::max(counter.lowest_address_inverted, ~address);
+    counter.highest_address = std::max(counter.highest_address, address);
+    return;
+  }
+  launch.lost[ferret_peer_lost_table_full] += lanes;
+}
+
+}  // namespace
+
+TEST_CASE("a key packs the instruction, the kind and the range, and refuses what does not fit") {
+  const std::uint64_t pc = 0x7f12'3456'7890;
+  const std::uint64_t key = ferret_peer_key(pc, ferret_peer_store, 5);
+  REQUIRE(key != 0);
+  CHECK(ferret_peer_key_pc(key) == pc);
+  CHECK(ferret_peer_key_kind(key) == ferret_peer_store);
+  CHECK(ferret_peer_key_range(key) == 5);
+  CHECK(ferret_peer_key_range(ferret_peer_key(pc, ferret_peer_load, 0)) == 0);  // in no range
+  CHECK(ferret_peer_key(pc, ferret_peer_load, FERRET_PEER_MAX_RANGES) != 0);
+  CHECK(ferret_peer_key(pc, ferret_peer_load, FERRET_PEER_MAX_RANGES + 1) == 0);
+  CHECK(ferret_peer_key(std::uint64_t{1} << 49, ferret_peer_load, 1) == 0);
+  CHECK(ferret_peer_key(pc + 8, ferret_peer_load, 1) == 0);  // not an instruction boundary
+  // The sanitizer's flags: a system-scope atomic, or a read and a write, is an atomic.
+  CHECK(ferret_peer_kind_of(FERRET_PEER_FLAG_READ) == ferret_peer_load);
+  CHECK(ferret_peer_kind_of(FERRET_PEER_FLAG_WRITE) == ferret_peer_store);
+  CHECK(ferret_peer_kind_of(FERRET_PEER_FLAG_READ | FERRET_PEER_FLAG_WRITE) == ferret_peer_atomic);
+  CHECK(ferret_peer_kind_of(FERRET_PEER_FLAG_ATOMSYS | FERRET_PEER_FLAG_READ) == ferret_peer_atomic);
+}
+
+TEST_CASE("an address is found in its range, and in none between ranges") {
+  const ferret_peer_range ranges[] = {{0x1000, 0x2000, 0, 0}, {0x2000, 0x3000, 1, 0}, {0x8000, 0x9000, -1, 0}};
+  CHECK(ferret_peer_find_range(ranges, 3, 0x0fff) == 3);
+  CHECK(ferret_peer_find_range(ranges, 3, 0x1000) == 0);
+  CHECK(ferret_peer_find_range(ranges, 3, 0x1fff) == 0);
+  CHECK(ferret_peer_find_range(ranges, 3, 0x2000) == 1);
+  CHECK(ferret_peer_find_range(ranges, 3, 0x3000) == 3);
+  CHECK(ferret_peer_find_range(ranges, 3, 0x8fff) == 2);
+  CHECK(ferret_peer_find_range(ranges, 3, 0x9000) == 3);
+  CHECK(ferret_peer_find_range(ranges, 0, 0x1000) == 0);  // an empty table: none (== count)
+}
+
+TEST_CASE("range tables are versioned; a reused address replaces the stale range") {
+  memory_ranges known;
+  known.allocated(0x10000, 0x1000, 0);
+  known.allocated(0x20000, 0x1000, 1);
+  const auto first = known.current();
+  CHECK(known.current().get() == first.get());  // no change, no new table
+  REQUIRE(first->ranges.size() == 2);
+  CHECK(first->ranges[0].begin == 0x10000);
+  CHECK(first->ranges[1].device == 1);
+  known.released(0x10000);
+  known.allocated(0x20800, 0x1000, -1);  // overlaps the second: it was freed unseen
+  const auto second = known.current();
+  CHECK(second->version != first->version);
+  REQUIRE(second->ranges.size() == 1);
+  CHECK(second->ranges[0].begin == 0x20800);
+  CHECK(second->ranges[0].device == -1);
+  CHECK(known.find(first->version).get() == first.get());  // kept for launches given the old one
+  for (std::size_t i = 0; i < memory_ranges::kept_versions; ++i) {
+    known.allocated(0x40000 + i * 0x1000, 0x1000, 0);
+    known.current();
+  }
+  CHECK(known.find(first->version).get() == nullptr);
+  known.released(0x12345);  // unknown: nothing changes
+  CHECK(known.current()->version == known.current()->version);
+}
+
+TEST_CASE("a launch's counters become device-initiated traffic by function, line, device and object") {
+  // Device 0 runs the kernel; it reads a halo on device 1, writes to host
+  // memory, and touches its own memory (not counted) and memory nobody reported.
+  memory_ranges known;
+  known.allocated(0x1'0000'0000, 1 << 20, 0);  // local
+  known.allocated(0x2'0000'0000, 1 << 20, 1);  // the peer's
+  known.allocated(0x3'0000'0000, 1 << 20, -1);  // pinned host memory
+  const auto table = known.current();
+  std::vector<ferret_peer_counter> counters(64);
+  ferret_peer_launch launch{table->ranges.data(), static_cast<std::uint32_t>(table->ranges.size()), 0,
+                            counters.data(), 64, 0, {0, 0}};
+  const std::uint64_t kernel = 0x7000'0000;
+  const std::uint64_t helper = 0x7000'1000;
+  for (std::uint64_t i = 0; i < 256; ++i) count(launch, kernel + 0x80, 0x2'0000'0000 + 4 * i, 4, FERRET_PEER_FLAG_READ);
+  count(launch, kernel + 0x90, 0x3'0000'0000, 8, FERRET_PEER_FLAG_WRITE, 32);
+  count(launch, kernel + 0x90, 0x1'0000'0000, 8, FERRET_PEER_FLAG_WRITE, 32);  // local
+  count(launch, kernel + 0xa0, 0x2'0000'0000 + 8, 4, FERRET_PEER_FLAG_READ | FERRET_PEER_FLAG_WRITE);
+  count(launch, helper + 0x10, 0x2'0000'0000 + 4096, 16, FERRET_PEER_FLAG_READ, 4);
+  count(launch, kernel + 0xb0, 0x9'0000'0000, 4, FERRET_PEER_FLAG_READ, 2);  // in no range
+  count(launch, 0x6000'0000, 0x2'0000'0000, 4, FERRET_PEER_FLAG_READ, 3);  // in no function
+
+  function_map functions;
+  static const char kernel_name[] = "_Z7stencilPKfPf";
+  static const char helper_name[] = "_Z6gatherPKf";
+  functions.add({kernel, 0x1000, kernel_name, 1});
+  functions.add({helper, 0x100, helper_name, 1});
+  static const char file[] = "/src/stencil.cu";
+  const auto lines = [&](const function_map::function& function, std::uint64_t offset) {
+    return function.name == kernel_name ? source_line{file, static_cast<std::uint32_t>(offset / 16)}
+                                        : source_line{nullptr, 0};
+  };
+  // Two objects on the peer: "halo" holds the first 4 KiB, "rest" what follows.
+  const auto objects = [](std::uint64_t lowest, std::uint64_t highest, bool& spans) -> std::uint64_t {
+    const auto object_at = [](std::uint64_t address) -> std::uint64_t {
+      if (address >= 0x2'0000'0000 && address < 0x2'0000'1000) return 11;
+      if (address >= 0x2'0000'1000 && address < 0x2'0010'0000) return 12;
+      return 0;
+    };
+    spans = object_at(lowest) != object_at(highest);
+    return spans ? 0 : object_at(lowest);
+  };
+  std::vector<ferret::runtime::gpu_remote_access_batch> batches;
+  decode_losses losses;
+  decode_launch(counters.data(), counters.size(), launch.lost, table.get(), 42, 0, functions, lines,
+                objects, batches, losses);
+
+  REQUIRE(batches.size() == 2);
+  const auto& in_kernel = batches[0].function == kernel_name ? batches[0] : batches[1];
+  const auto& in_helper = batches[0].function == kernel_name ? batches[1] : batches[0];
+  CHECK(in_kernel.correlation == 42);
+  CHECK(in_kernel.device == 0);
+  const auto at = [&](std::uint64_t offset) {
+    for (const auto& access : in_kernel.accesses)
+      if (access.pc_offset == offset) return access;
+    FAIL("no access at offset ", offset);
+    return ferret::runtime::gpu_remote_access_batch::access{};
+  };
+  CHECK(in_kernel.accesses.size() == 3);
+  CHECK(at(0x80).bytes == 1024);
+  CHECK(at(0x80).accesses == 256);
+  CHECK(at(0x80).target_device == 1);
+  CHECK(at(0x80).kind == memory_access::load);
+  CHECK(at(0x80).object_id == 11);
+  CHECK(at(0x80).line == 8);
+  CHECK(std::string{at(0x80).file} == file);
+  CHECK(at(0x90).bytes == 256);  // the host part only: the local store is not counted
+  CHECK(at(0x90).target_device == -1);
+  CHECK(at(0x90).kind == memory_access::store);
+  CHECK(at(0x90).object_id == 0);
+  CHECK(at(0xa0).kind == memory_access::atomic);
+  REQUIRE(in_helper.accesses.size() == 1);
+  CHECK(in_helper.accesses[0].pc_offset == 0x10);
+  CHECK(in_helper.accesses[0].file == nullptr);
+  CHECK(in_helper.accesses[0].bytes == 64);
+  CHECK(in_helper.accesses[0].object_id == 12);
+  CHECK(losses.accesses_in_no_range == 2);
+  CHECK(losses.accesses_outside_functions == 3);
+  CHECK(losses.bytes_spanning_objects == 0);
+
+  // A launch decoded after its table was dropped: counted, not guessed.
+  std::vector<ferret::runtime::gpu_remote_access_batch> late;
+  decode_launch(counters.data(), counters.size(), launch.lost, nullptr, 43, 0, functions, lines,
+                objects, late, losses);
+  CHECK(late.empty());
+  CHECK(losses.accesses_without_ranges == 256 + 32 + 1 + 4 + 3);  // in a range, whatever the function
+}
+
+TEST_CASE("accesses spanning two objects are said; a full table and unpackable keys are counted") {
+  memory_ranges known;
+  known.allocated(0x2'0000'0000, 1 << 20, 1);
+  const auto table = known.current();
+  std::vector<ferret_peer_counter> counters(2);
+  ferret_peer_launch launch{table->ranges.data(), 1, 0, counters.data(), 2, 0, {0, 0}};
+  count(launch, 0x7000'0000, 0x2'0000'0000, 4, FERRET_PEER_FLAG_READ);
+  count(launch, 0x7000'0000, 0x2'0000'2000, 4, FERRET_PEER_FLAG_READ);  // the same key, another object
+  count(launch, 0x7000'0010, 0x2'0000'0000, 4, FERRET_PEER_FLAG_READ);
+  count(launch, 0x7000'0020, 0x2'0000'0000, 4, FERRET_PEER_FLAG_READ, 7);  // two slots, both taken
+  count(launch, std::uint64_t{1} << 50, 0x2'0000'0000, 4, FERRET_PEER_FLAG_READ, 5);
+  CHECK(launch.lost[ferret_peer_lost_table_full] == 7);
+  CHECK(launch.lost[ferret_peer_lost_key_overflow] == 5);
+  function_map functions;
+  static const char name[] = "_Z1kv";
+  functions.add({0x7000'0000, 0x100, name, 1});
+  const auto objects = [](std::uint64_t lowest, std::uint64_t highest, bool& spans) -> std::uint64_t {
+    spans = (lowest >> 12) != (highest >> 12);  // one object per 4 KiB
+    return spans ? 0 : 1 + (lowest >> 12);
+  };
+  std::vector<ferret::runtime::gpu_remote_access_batch> batches;
+  decode_losses losses;
+  decode_launch(counters.data(), counters.size(), launch.lost, table.get(), 1, 0, functions, nullptr,
+                objects, batches, losses);
+  CHECK(losses.accesses_lost_table_full == 7);
+  CHECK(losses.accesses_lost_key_overflow == 5);
+  CHECK(losses.bytes_spanning_objects == 8);
+  REQUIRE(batches.size() == 1);
+  CHECK(batches[0].accesses.size() == 2);
+  functions.remove_module(1);
+  CHECK(functions.find(0x7000'0000) == nullptr);
+}
