@@ -11,6 +11,7 @@
 #include "memory_ranges.hpp"
 #include "peer_access_decoder.hpp"
 #include "peer_access_layout.h"
+#include "peer_access_setting.hpp"
 
 namespace {
 
@@ -18,6 +19,7 @@ using ferret::compute_sanitizer::decode_launch;
 using ferret::compute_sanitizer::decode_losses;
 using ferret::compute_sanitizer::function_map;
 using ferret::compute_sanitizer::memory_ranges;
+using ferret::compute_sanitizer::parse_peer_accesses;
 using ferret::compute_sanitizer::source_line;
 using ferret::runtime::memory_access;
 
@@ -37,6 +39,7 @@ void count(ferret_peer_launch& launch, std::uint64_t pc, std::uint64_t address, 
        ++probe, slot = (slot + 1) & (launch.counter_slots - 1)) {
     ferret_peer_counter& counter = launch.counters[slot];
     if (counter.key != 0 && counter.key != key) continue;
+    if (counter.key == 0) ++launch.used_slots;
     counter.key = key;
     counter.accesses += lanes;
     counter.bytes += std::uint64_t{lanes} * size;
@@ -147,6 +150,7 @@ TEST_CASE("a launch's counters become device-initiated traffic by function, line
     spans = object_at(lowest) != object_at(highest);
     return spans ? 0 : object_at(lowest);
   };
+  CHECK(launch.used_slots == 6);
   std::vector<ferret::runtime::gpu_remote_access_batch> batches;
   decode_losses losses;
   decode_launch(counters.data(), counters.size(), launch.lost, table.get(), 42, 0, functions, lines,
@@ -224,4 +228,12 @@ TEST_CASE("accesses spanning two objects are said; a full table and unpackable k
   CHECK(batches[0].accesses.size() == 2);
   functions.remove_module(1);
   CHECK(functions.find(0x7000'0000) == nullptr);
+}
+
+TEST_CASE("FERRET_CUDA_PEER_ACCESSES takes 0 or 1, nothing else") {
+  CHECK(parse_peer_accesses(nullptr) == false);
+  CHECK(parse_peer_accesses("") == false);
+  CHECK(parse_peer_accesses("0") == false);
+  CHECK(parse_peer_accesses("1") == true);
+  for (const char* wrong : {"yes", "on", "true", "2", " 1", "01"}) CHECK(!parse_peer_accesses(wrong).has_value());
 }

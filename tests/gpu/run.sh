@@ -157,6 +157,15 @@ if [[ -z ${FERRET_GPU_TEST_CASES:-} || ${FERRET_GPU_TEST_CASES:-} == *stall* ]];
   stall_status=${PIPESTATUS[0]}
 fi
 
+# Device-initiated traffic through the Compute Sanitizer (tests/gpu/peer_access_check.sh);
+# also with a test filter that names it.
+peer_access_status=none
+if [[ -z ${FERRET_GPU_TEST_CASES:-} || ${FERRET_GPU_TEST_CASES:-} == *peer_access* ]]; then
+  bash "$root/tests/gpu/peer_access_check.sh" "$build" "$work/traces/peer-accesses" 2>&1 |
+    tee "$work/peer_access_check.log"
+  peer_access_status=${PIPESTATUS[0]}
+fi
+
 # Peer copies and the device×device matrix on two GPUs (tests/gpu/peer_copies.sh);
 # skipped with fewer than two GPUs.
 peer_status=none
@@ -207,6 +216,10 @@ esac
     echo "tests/gpu/stall_check.sh: status $stall_status"
     grep -E '^stall check: (FAIL|passed|FAILED|[a-z_]+: (ferret|ncu|top))' "$work/stall_check.log"
   fi
+  if [[ $peer_access_status != none ]]; then
+    echo "tests/gpu/peer_access_check.sh: status $peer_access_status"
+    grep -E '^peer accesses: (FAILED|passed|skipped|layouts|one GPU|without)' "$work/peer_access_check.log"
+  fi
   if [[ $benchmark_status != none ]]; then
     echo "benchmarks/cuda/run.sh: status $benchmark_status"
     grep -E '^(\||###|Target:|ferret.s added)' "$work/benchmark.log"
@@ -238,6 +251,7 @@ if [[ -n ${OUT:-} ]]; then
   [[ -f $work/nccl.log ]] && cp "$work/nccl.log" "$OUT/"
   [[ -d $work/report ]] && cp -r "$work/report" "$OUT/report"
   for file in "$work/torch_context.log" "$work/python_benchmark.log" "$work/peer_copies.log" \
+              "$work/peer_access_check.log" \
               "$work/openmp_programs.log" \
               "$work/traces/torch-context/torch-context-summary.txt"; do
     [[ -f $file ]] && cp "$file" "$OUT/"
@@ -251,5 +265,6 @@ fi
   [[ $context_status == none || $context_status == 0 || $context_status == 77 ]] &&
   [[ $peer_status == none || $peer_status == 0 || $peer_status == 77 ]] &&
   [[ $stall_status == none || $stall_status == 0 || $stall_status == 77 ]] &&
+  [[ $peer_access_status == none || $peer_access_status == 0 || $peer_access_status == 77 ]] &&
   [[ $nccl_one_status == none || $nccl_one_status == 0 || $nccl_one_status == 77 ]] &&
   [[ $nccl_two_status == none || $nccl_two_status == 0 || $nccl_two_status == 77 ]]

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "cuda_check.hpp"
+#include "json_text.hpp"
 #include "ferret/runtime/backend.hpp"
 
 namespace {
@@ -105,15 +106,6 @@ __global__ void spin_two(float* out, unsigned long long nanoseconds) {
 }
 
 // The stall-dump backend: what the checker compares with Nsight Compute.
-std::string json_string(const std::string& text) {
-  std::string out = "\"";
-  for (const char c : text) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (static_cast<unsigned char>(c) >= 0x20) out += c;
-  }
-  return out + "\"";
-}
-
 class stall_dump final : public ferret::runtime::backend {
  public:
   explicit stall_dump(std::string path) : path_(std::move(path)) {}

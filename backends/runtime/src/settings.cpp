@@ -61,6 +61,15 @@ constexpr setting table[] = {
      "(-lineinfo) and by the calling context of the launch. 1: at CUPTI's period for the GPU; "
      "5 to 31: a sample every 2^N cycles per SM; 32 to 2147483648, a power of two: every that "
      "many cycles. 0: off, nothing subscribed. See docs/gpu-inside.md."},
+    {"FERRET_CUDA_PEER_ACCESSES", "0 or 1", "0",
+     "CUDA collector: device-initiated traffic, exact — every load, store and atomic a kernel "
+     "makes to another GPU's memory or to host memory, counted on the device per instruction "
+     "through the Compute Sanitizer API (libsanitizer-public.so, from the toolkit's "
+     "compute-sanitizer/), by kernel, source line, data object and device pair. 0: off, nothing "
+     "loaded. See docs/gpu-inside.md."},
+    {"FERRET_SANITIZER_LIBRARY", "a path", "(searched)",
+     "FERRET_CUDA_PEER_ACCESSES: the Compute Sanitizer's libsanitizer-public.so, where it is not "
+     "under $CUDA_HOME/compute-sanitizer or /usr/local/cuda/compute-sanitizer."},
     {"FERRET_LEVEL_ZERO_API", "work, work-uncounted or all", "work",
      "Level Zero collector: which API calls become regions, as FERRET_CUDA_API (metadata "
      "level-zero-api-unrecorded:<call>). all: every call the collector traces."},

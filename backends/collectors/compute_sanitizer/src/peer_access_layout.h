@@ -58,7 +58,7 @@ struct ferret_peer_launch {
   int32_t device;  // the device the kernel runs on
   struct ferret_peer_counter* counters;
   uint32_t counter_slots;  // a power of two
-  uint32_t padding;
+  uint32_t used_slots;     // counters taken: the host reads them back only when some were
   uint64_t lost[ferret_peer_loss_reasons];  // accesses
 };
 

@@ -68,6 +68,7 @@ extern "C" __device__ __noinline__ int ferret_peer_access(void* userdata, uint64
     auto* slot_key = reinterpret_cast<unsigned long long*>(&counter.key);
     const unsigned long long seen = atomicCAS(slot_key, 0ull, static_cast<unsigned long long>(key));
     if (seen != 0 && seen != key) continue;
+    if (seen == 0) atomicAdd(&launch->used_slots, 1u);
     atomicAdd(reinterpret_cast<unsigned long long*>(&counter.accesses), group);
     atomicAdd(reinterpret_cast<unsigned long long*>(&counter.bytes),
               static_cast<unsigned long long>(group) * access_size);

@@ -37,6 +37,12 @@
 #include "api_table.hpp"
 #include "cupti_error.hpp"
 #include "pc_sampling.hpp"
+#include "peer_access_setting.hpp"
+#ifdef FERRET_HAVE_PEER_ACCESS_PATCH
+#include "cubin_line_info.hpp"
+#include "peer_access_counter.hpp"
+#include "sass_source.hpp"
+#endif
 #include "ferret/runtime/api_policy.hpp"
 #include "ferret/runtime/context_source.hpp"
 #include "ferret/runtime/runtime.hpp"
@@ -97,10 +103,31 @@ class cuda_collector final : public runtime::collector {
   void collect_samples(std::vector<runtime::gpu_sample_batch>& batches, bool /*final*/) override {
     if (sampler_ != nullptr) sampler_->hand_over(batches);
   }
+  void collect_remote_accesses(std::vector<runtime::gpu_remote_access_batch>& batches,
+                               bool /*final*/) override {
+#ifdef FERRET_HAVE_PEER_ACCESS_PATCH
+    if (peer_accesses_ != nullptr) peer_accesses_->hand_over(batches);
+#else
+    (void)batches;
+#endif
+  }
   void add_metadata(runtime::metadata_list& metadata) const override;
   void abandon() noexcept override;
 
   void on_api(CUpti_CallbackDomain domain, CUpti_CallbackId id, const CUpti_CallbackData& call) {
+#ifdef FERRET_HAVE_PEER_ACCESS_PATCH
+    // The launch call's id, for the counters of the launch it makes.
+    if (peer_accesses_ != nullptr) {
+      const api_table& table = api_table::cuda();
+      const api_call& kind = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? table.runtime_call(id) : table.driver_call(id);
+      if (kind.effect == runtime::api_effect::launch) {
+        if (call.callbackSite == CUPTI_API_ENTER)
+          compute_sanitizer::peer_access_counter::note_launch_call(call.correlationId);
+        else
+          compute_sanitizer::peer_access_counter::end_launch_call(call.correlationId);
+      }
+    }
+#endif
     if (calls_ != nullptr) calls_->on_api(domain, id, call);
   }
   void on_resource(CUpti_CallbackId id, const CUpti_ResourceData& resource);
@@ -118,6 +145,7 @@ class cuda_collector final : public runtime::collector {
   cuda_collector() = default;
   void subscribe();
   void subscribe_api_calls(const cuda_api_setting& setting);
+  void start_peer_accesses();
   void describe_device(std::uint32_t device);
   std::int64_t to_monotonic_raw(std::int64_t cupti_ns) const noexcept {
     return cupti_ns + offset_ns_.load(std::memory_order_relaxed);
@@ -130,6 +158,10 @@ class cuda_collector final : public runtime::collector {
   // Set once in subscribe(), before any API callback is enabled.
   std::unique_ptr<api_calls> calls_;
   std::unique_ptr<pc_sampler> sampler_;  // FERRET_CUDA_PC_SAMPLING; set once in subscribe()
+#ifdef FERRET_HAVE_PEER_ACCESS_PATCH
+  // FERRET_CUDA_PEER_ACCESSES; set once in subscribe(), before any API callback is enabled.
+  std::unique_ptr<compute_sanitizer::peer_access_counter> peer_accesses_;
+#endif
   driver_entry_points driver_;
   bool driver_loaded_ = false;
   bool using_timestamp_callback_ = false;
@@ -197,6 +229,14 @@ void cuda_collector::subscribe() {
                                        sampling_value));
     sampling = pc_sampling_setting{};
   }
+  const char* peer_value = std::getenv("FERRET_CUDA_PEER_ACCESSES");
+  std::optional<bool> count_peer_accesses = compute_sanitizer::parse_peer_accesses(peer_value);
+  if (!count_peer_accesses) {
+    runtime::print_message(fmt::format("FERRET_CUDA_PEER_ACCESSES='{}' is not valid (expected 0 or 1); "
+                                       "device-initiated traffic is not counted",
+                                       peer_value));
+    count_peer_accesses = false;
+  }
   std::uint32_t version = 0;
   if (const CUptiResult result = cuptiGetVersion(&version); result != CUPTI_SUCCESS) {
     runtime::print_message(fmt::format("cannot use CUPTI ({}); running without GPU data", cupti_error(result)));
@@ -218,6 +258,7 @@ void cuda_collector::subscribe() {
   driver_loaded_ = driver_.load();
   if (sampling->on)
     sampler_ = std::make_unique<pc_sampler>(*sampling, driver_loaded_ ? driver_.get_attribute : nullptr);
+  if (*count_peer_accesses) start_peer_accesses();
   // Before any kind is enabled, so that every record uses it.
   using_timestamp_callback_ =
       cuptiActivityRegisterTimestampCallback(timestamp_callback) == CUPTI_SUCCESS;
@@ -490,6 +531,9 @@ void cuda_collector::collect(std::vector<gpu_activity>& activities,
   }
   calls_->name_objects(done);
   if (sampler_ != nullptr) sampler_->attribute(done, now, final);
+#ifdef FERRET_HAVE_PEER_ACCESS_PATCH
+  if (peer_accesses_ != nullptr) peer_accesses_->collect(done, final);
+#endif
   activities.insert(activities.end(), done.begin(), done.end());
 }
 
@@ -507,6 +551,29 @@ void cuda_collector::add_metadata(runtime::metadata_list& metadata) const {
   metadata.emplace_back("cupti-overhead-ns", count(overhead_ns_));
   calls_->add_metadata(metadata);
   if (sampler_ != nullptr) sampler_->add_metadata(metadata);
+#ifdef FERRET_HAVE_PEER_ACCESS_PATCH
+  if (peer_accesses_ != nullptr) peer_accesses_->add_metadata(metadata);
+#endif
+}
+
+void cuda_collector::start_peer_accesses() {
+#ifdef FERRET_HAVE_PEER_ACCESS_PATCH
+  compute_sanitizer::peer_access_counter::cubin_lines lines{
+      cubin_has_line_info,
+      [](const std::string& cubin, const char* function, std::uint64_t pc_offset)
+          -> std::optional<std::pair<std::string, std::uint32_t>> {
+        if (auto source = source_of_instruction(cubin, function, pc_offset))
+          return std::make_pair(std::move(source->path), source->line);
+        return std::nullopt;
+      }};
+  std::string error;
+  peer_accesses_ = compute_sanitizer::peer_access_counter::start(std::move(lines), error);
+  if (peer_accesses_ == nullptr)
+    runtime::print_message(fmt::format("FERRET_CUDA_PEER_ACCESSES=1: {}; device-initiated traffic is not counted", error));
+#else
+  runtime::print_message("FERRET_CUDA_PEER_ACCESSES=1: this ferret was built without nvcc, so without "
+                         "its device patch; device-initiated traffic is not counted");
+#endif
 }
 
 void cuda_collector::abandon() noexcept {

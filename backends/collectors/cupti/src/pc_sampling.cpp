@@ -9,6 +9,7 @@
 #include "cubin_line_info.hpp"
 #include "cupti_error.hpp"
 #include "ferret/runtime/runtime.hpp"
+#include "sass_source.hpp"
 #include "stall_reasons.hpp"
 
 namespace ferret::cupti {
@@ -207,23 +208,9 @@ pc_sampler::source_line pc_sampler::line_of(std::uint64_t cubin_crc, const char*
   const line_key key{cubin_crc, function, pc_offset};
   if (const auto it = lines_.find(key); it != lines_.end()) return it->second;
   source_line found{nullptr, 0};
-  if (const auto cubin = cubins_.find(cubin_crc); cubin != cubins_.end()) {
-    CUpti_GetSassToSourceCorrelationParams query{};
-    query.size = CUpti_GetSassToSourceCorrelationParamsSize;
-    query.cubin = cubin->second.data();
-    query.cubinSize = cubin->second.size();
-    query.functionName = function;
-    query.pcOffset = pc_offset;
-    if (cuptiGetSassToSourceCorrelation(&query) == CUPTI_SUCCESS && query.lineNumber > 0 &&
-        query.fileName != nullptr) {
-      std::string path = query.fileName;
-      if (!path.empty() && path.front() != '/' && query.dirName != nullptr && *query.dirName != '\0')
-        path = std::string{query.dirName} + "/" + path;
-      found = {interned(files_, path), query.lineNumber};
-    }
-    std::free(query.fileName);
-    std::free(query.dirName);
-  }
+  if (const auto cubin = cubins_.find(cubin_crc); cubin != cubins_.end())
+    if (const std::optional<sass_source> source = source_of_instruction(cubin->second, function, pc_offset))
+      found = {interned(files_, source->path), source->line};
   lines_.emplace(key, found);
   return found;
 }

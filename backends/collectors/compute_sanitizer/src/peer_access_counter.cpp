@@ -1,0 +1,487 @@
+// peer_access_counter.cpp — see peer_access_counter.hpp.
+#include "peer_access_counter.hpp"
+
+#include <dlfcn.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdlib>
+#include <unordered_set>
+
+#include "peer_access_patch_fatbin.h"  // ferret_peer_access_patch_fatbin: built by nvcc (CMakeLists.txt)
+
+namespace ferret::compute_sanitizer {
+namespace {
+
+// Per context: this many launches in flight are counted at once (one more
+// waits for a slot: not counted, said); each may count this many distinct
+// (instruction, range, kind) keys before its accesses are counted lost.
+constexpr std::uint32_t slots_per_context = 256;
+constexpr std::uint32_t counters_per_launch = 1024;
+constexpr std::size_t launch_struct_bytes = 64;
+static_assert(sizeof(ferret_peer_launch) <= launch_struct_bytes);
+constexpr std::size_t counters_bytes = sizeof(ferret_peer_counter) * counters_per_launch;
+constexpr std::size_t slab_bytes = (launch_struct_bytes + counters_bytes) * slots_per_context;
+
+constexpr char patch_function[] = "ferret_peer_access";
+
+thread_local std::uint64_t t_launch_correlation = 0;
+// Set while ferret's own sanitizer calls run on this thread: an allocation
+// they report is ferret's (and its callback must not take the lock again).
+thread_local bool t_inside_counter = false;
+
+struct inside_counter {
+  inside_counter() { t_inside_counter = true; }
+  ~inside_counter() { t_inside_counter = false; }
+  inside_counter(const inside_counter&) = delete;
+  inside_counter& operator=(const inside_counter&) = delete;
+};
+
+peer_access_counter* g_counter = nullptr;  // the one subscriber (the sanitizer allows one)
+
+// Where the library is looked for: FERRET_SANITIZER_LIBRARY, then beside the
+// toolkits' usual homes, then the loader's path.
+std::vector<std::string> library_candidates() {
+  std::vector<std::string> candidates;
+  if (const char* named = std::getenv("FERRET_SANITIZER_LIBRARY"); named != nullptr && *named != '\0')
+    return {named};
+  for (const char* variable : {"CUDA_HOME", "CUDA_PATH"})
+    if (const char* home = std::getenv(variable); home != nullptr && *home != '\0')
+      candidates.push_back(std::string{home} + "/compute-sanitizer/libsanitizer-public.so");
+  candidates.emplace_back("/usr/local/cuda/compute-sanitizer/libsanitizer-public.so");
+  candidates.emplace_back("libsanitizer-public.so");
+  return candidates;
+}
+
+template <typename F>
+bool look_up(void* library, const char* name, F& function) {
+  function = reinterpret_cast<F>(dlsym(library, name));
+  return function != nullptr;
+}
+
+}  // namespace
+
+struct peer_access_counter::device_table {
+  std::uint64_t version;
+  void* ranges;  // device memory (nullptr when the table is empty)
+  std::uint32_t count;
+  std::uint32_t launches = 0;  // in flight with this table
+};
+
+struct peer_access_counter::context_state {
+  CUcontext context;
+  std::int32_t device;
+  char* slab = nullptr;  // device memory: launch structs, then counters
+  bool patches_added = false;
+  bool destroyed = false;  // its launches are dropped, its memory gone with it
+  std::vector<std::uint32_t> free_slots;
+  std::vector<bool> dirty;  // by slot: counters to zero before its next launch
+  std::deque<device_table> tables;  // the last is the current one
+  void* launch_struct(std::uint32_t slot) const { return slab + launch_struct_bytes * slot; }
+  void* counters(std::uint32_t slot) const {
+    return slab + launch_struct_bytes * slots_per_context + counters_bytes * slot;
+  }
+};
+
+struct peer_access_counter::launch_in_flight {
+  context_state* context;
+  std::uint32_t slot;
+  std::uint64_t table_version;
+  std::uint32_t device;
+  std::uint64_t correlation;
+};
+
+std::unique_ptr<peer_access_counter> peer_access_counter::start(cubin_lines lines,
+                                                                std::string& error) {
+  void* library = nullptr;
+  std::string tried;
+  for (const std::string& candidate : library_candidates()) {
+    library = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (library != nullptr) break;
+    tried += (tried.empty() ? "" : ", ") + candidate;
+  }
+  if (library == nullptr) {
+    error = fmt::format("the Compute Sanitizer's library was not found (tried {}; set "
+                        "FERRET_SANITIZER_LIBRARY to its path)",
+                        tried);
+    return nullptr;
+  }
+  api::functions f;
+  const bool complete =
+      look_up(library, "sanitizerSubscribe", f.subscribe) &&
+      look_up(library, "sanitizerUnsubscribe", f.unsubscribe) &&
+      look_up(library, "sanitizerEnableDomain", f.enable_domain) &&
+      look_up(library, "sanitizerAddPatches", f.add_patches) &&
+      look_up(library, "sanitizerPatchInstructions", f.patch_instructions) &&
+      look_up(library, "sanitizerPatchModule", f.patch_module) &&
+      look_up(library, "sanitizerSetLaunchCallbackData", f.set_launch_callback_data) &&
+      look_up(library, "sanitizerGetFunctionPcAndSize", f.get_function_pc_and_size) &&
+      look_up(library, "sanitizerAlloc", f.alloc) && look_up(library, "sanitizerFree", f.free) &&
+      look_up(library, "sanitizerMemcpyHostToDeviceAsync", f.memcpy_host_to_device_async) &&
+      look_up(library, "sanitizerMemcpyDeviceToHost", f.memcpy_device_to_host) &&
+      look_up(library, "sanitizerMemset", f.memset) &&
+      look_up(library, "sanitizerGetResultString", f.get_result_string);
+  if (!complete) {
+    error = "the Compute Sanitizer's library lacks functions ferret needs (older than CUDA 12.4?)";
+    return nullptr;
+  }
+  std::unique_ptr<peer_access_counter> counter{new peer_access_counter(f, std::move(lines))};
+  if (const api::result result = f.subscribe(&counter->subscriber_, on_callback, counter.get());
+      result != api::success) {
+    error = fmt::format("the Compute Sanitizer refused a subscriber ({}); is the program running "
+                        "under compute-sanitizer?",
+                        counter->error_text(result));
+    return nullptr;
+  }
+  f.enable_domain(1, counter->subscriber_, api::domain_resource);
+  f.enable_domain(1, counter->subscriber_, api::domain_launch);
+  g_counter = counter.get();
+  return counter;
+}
+
+peer_access_counter::peer_access_counter(api::functions functions, cubin_lines lines)
+    : api_(functions), lines_from_cubins_(std::move(lines)) {}
+
+peer_access_counter::~peer_access_counter() {
+  if (subscriber_ != nullptr) api_.unsubscribe(subscriber_);
+  if (g_counter == this) g_counter = nullptr;
+}
+
+void peer_access_counter::note_launch_call(std::uint64_t correlation) noexcept {
+  // The outermost launch call's: a runtime launch's own driver call comes
+  // inside it, and the kernel's record carries the runtime call's id.
+  if (t_launch_correlation == 0) t_launch_correlation = correlation;
+}
+
+void peer_access_counter::end_launch_call(std::uint64_t correlation) noexcept {
+  // Also a call that failed before it launched: its id must not go to the next launch.
+  if (t_launch_correlation == correlation) t_launch_correlation = 0;
+}
+
+std::string peer_access_counter::error_text(api::result result) const {
+  const char* text = nullptr;
+  if (api_.get_result_string != nullptr) api_.get_result_string(result, &text);
+  return text != nullptr ? std::string{text} : fmt::format("error {}", result);
+}
+
+void peer_access_counter::on_callback(void* self, int domain, api::callback_id id, const void* data) {
+  auto* counter = static_cast<peer_access_counter*>(self);
+  if (domain == api::domain_resource) {
+    counter->on_resource(id, data);
+  } else if (domain == api::domain_launch) {
+    if (id == api::launch_begin) counter->on_launch_begin(*static_cast<const api::launch_data*>(data));
+    if (id == api::launch_end) t_launch_correlation = 0;
+  }
+}
+
+void peer_access_counter::on_resource(api::callback_id id, const void* data) {
+  if (t_inside_counter) return;
+  switch (id) {
+    case api::context_destroy_starting: {
+      const auto& context = *static_cast<const api::resource_context_data*>(data);
+      std::lock_guard lock{mutex_};
+      const auto state = contexts_.find(context.context);
+      if (state == contexts_.end()) break;
+      state->second->destroyed = true;
+      for (auto it = launches_.begin(); it != launches_.end();)
+        if (it->second.context == state->second.get()) {
+          ++launches_never_ended_;
+          it = launches_.erase(it);
+        } else {
+          ++it;
+        }
+      break;
+    }
+    case api::module_loaded: module_loaded(*static_cast<const api::resource_module_data*>(data)); break;
+    case api::module_unload_starting: {
+      const auto& module = *static_cast<const api::resource_module_data*>(data);
+      std::lock_guard lock{mutex_};
+      if (const auto it = module_ids_.find(module.module); it != module_ids_.end()) {
+        functions_.remove_module(it->second);
+        cubins_.erase(it->second);
+        module_ids_.erase(it);
+      }
+      break;
+    }
+    case api::device_memory_alloc:
+    case api::memory_alloc_async:
+    case api::host_memory_alloc: {
+      const auto& memory = *static_cast<const api::resource_memory_data*>(data);
+      // A peer's view of another device's allocation: the owner reported it.
+      if ((memory.flags & api::memory_flag_peer) != 0) break;
+      const bool host = id == api::host_memory_alloc || (memory.flags & api::memory_flag_managed) != 0;
+      std::lock_guard lock{mutex_};
+      ranges_.allocated(memory.address, memory.size,
+                        host ? runtime::host_memory_device : static_cast<std::int32_t>(memory.device));
+      break;
+    }
+    case api::device_memory_free:
+    case api::memory_free_async:
+    case api::host_memory_free: {
+      const auto& memory = *static_cast<const api::resource_memory_data*>(data);
+      if ((memory.flags & api::memory_flag_peer) != 0) break;
+      std::lock_guard lock{mutex_};
+      ranges_.released(memory.address);
+      break;
+    }
+    default: break;
+  }
+}
+
+void peer_access_counter::module_loaded(const api::resource_module_data& module) {
+  std::lock_guard lock{mutex_};
+  const inside_counter inside;
+  context_state* state = context_of(module.context);
+  if (!state->patches_added) {
+    const api::result added = api_.add_patches(ferret_peer_access_patch_fatbin, module.context);
+    if (added != api::success) {
+      ++modules_refused_;
+      if (!said_refusal_)
+        runtime::print_message(fmt::format("the Compute Sanitizer did not take ferret's patch ({}); "
+                                           "device-initiated traffic is not counted",
+                                           error_text(added)));
+      said_refusal_ = true;
+      return;
+    }
+    state->patches_added = true;
+  }
+  if (api_.patch_instructions(api::instruction_global_memory_access, module.module, patch_function) != api::success ||
+      api_.patch_module(module.module) != api::success) {
+    ++modules_refused_;
+    return;
+  }
+  ++modules_patched_;
+  const std::uint64_t id = next_module_id_++;
+  module_ids_[module.module] = id;
+  if (module.cubin != nullptr && module.cubin_size != 0 && lines_from_cubins_.has_lines &&
+      lines_from_cubins_.has_lines(module.cubin, module.cubin_size))
+    cubins_.emplace(id, std::string{module.cubin, module.cubin_size});
+}
+
+peer_access_counter::context_state* peer_access_counter::context_of(CUcontext context) {
+  std::unique_ptr<context_state>& state = contexts_[context];
+  if (state == nullptr) {
+    state = std::make_unique<context_state>();
+    state->context = context;
+    state->device = -1;
+  }
+  return state.get();
+}
+
+bool peer_access_counter::prepare_slab(context_state& state, CUcontext context) {
+  void* slab = nullptr;
+  if (api_.alloc(context, &slab, slab_bytes) != api::success || slab == nullptr) return false;
+  if (api_.memset(slab, 0, slab_bytes, nullptr) != api::success) {
+    api_.free(context, slab);
+    return false;
+  }
+  state.slab = static_cast<char*>(slab);
+  for (std::uint32_t slot = slots_per_context; slot > 0; --slot) state.free_slots.push_back(slot - 1);
+  state.dirty.assign(slots_per_context, false);
+  return true;
+}
+
+peer_access_counter::device_table* peer_access_counter::current_table(context_state& state,
+                                                                     api::stream_handle stream) {
+  const std::shared_ptr<const memory_ranges::table> current = ranges_.current();
+  if (!state.tables.empty() && state.tables.back().version == current->version) return &state.tables.back();
+  device_table made{current->version, nullptr, static_cast<std::uint32_t>(current->ranges.size())};
+  if (!current->ranges.empty()) {
+    const std::size_t bytes = current->ranges.size() * sizeof(ferret_peer_range);
+    if (api_.alloc(state.context, &made.ranges, bytes) != api::success) return nullptr;
+    // Async on the launch's stream: in order before the kernel that reads it.
+    api_.memcpy_host_to_device_async(made.ranges, const_cast<ferret_peer_range*>(current->ranges.data()),
+                                     bytes, stream);
+  }
+  state.tables.push_back(made);
+  release_tables(state);
+  return &state.tables.back();
+}
+
+void peer_access_counter::release_tables(context_state& state) {
+  // Tables no launch in flight uses, but the current one.
+  for (auto it = state.tables.begin(); it != state.tables.end() && std::next(it) != state.tables.end();) {
+    if (it->launches != 0) {
+      ++it;
+      continue;
+    }
+    if (it->ranges != nullptr) api_.free(state.context, it->ranges);
+    it = state.tables.erase(it);
+  }
+}
+
+void peer_access_counter::on_launch_begin(const api::launch_data& launch) {
+  const std::uint64_t correlation = t_launch_correlation;
+  std::lock_guard lock{mutex_};
+  const inside_counter inside;
+  if (correlation == 0) {
+    ++launches_without_call_;  // no launch call seen: nothing to join the counts with
+    return;
+  }
+  context_state* state = context_of(launch.context);
+  state->device = static_cast<std::int32_t>(launch.device);
+  if (state->slab == nullptr && !prepare_slab(*state, launch.context)) {
+    ++launches_without_slot_;
+    return;
+  }
+  if (state->free_slots.empty()) {
+    ++launches_without_slot_;
+    return;
+  }
+  device_table* table = current_table(*state, launch.stream_handle_);
+  if (table == nullptr) {
+    ++launches_without_slot_;
+    return;
+  }
+  const std::uint32_t slot = state->free_slots.back();
+  state->free_slots.pop_back();
+  ++table->launches;
+  // Zeroed on the launch's stream, so in order before the kernel whatever
+  // stream the slot's last launch ran on.
+  if (state->dirty[slot]) {
+    api_.memset(state->counters(slot), 0, counters_bytes, launch.stream_handle_);
+    state->dirty[slot] = false;
+  }
+  ferret_peer_launch given{static_cast<const ferret_peer_range*>(table->ranges), table->count,
+                           static_cast<std::int32_t>(launch.device),
+                           static_cast<ferret_peer_counter*>(state->counters(slot)),
+                           counters_per_launch, 0, {0, 0}};
+  api_.memcpy_host_to_device_async(state->launch_struct(slot), &given, sizeof given, launch.stream_handle_);
+  api_.set_launch_callback_data(launch.launch, launch.function, launch.stream_handle_,
+                                state->launch_struct(slot));
+  if (const auto module = module_ids_.find(launch.module);
+      module != module_ids_.end() && launch.function_name != nullptr) {
+    std::uint64_t pc = 0, size = 0;
+    if (api_.get_function_pc_and_size(launch.module, launch.function_name, &pc, &size) == api::success) {
+      const function_map::function* known = functions_.find(pc);
+      if (known == nullptr || known->start != pc)
+        functions_.add({pc, size, interned_names_.emplace(launch.function_name).first->c_str(), module->second});
+    }
+  }
+  launches_[correlation] = launch_in_flight{state, slot, table->version,
+                                            static_cast<std::uint32_t>(launch.device), correlation};
+  ++launches_counted_;
+}
+
+bool peer_access_counter::read_back(launch_in_flight& launch, std::vector<ferret_peer_counter>& counters,
+                                    std::uint64_t (&lost)[ferret_peer_loss_reasons]) {
+  ferret_peer_launch header{};
+  counters.clear();
+  lost[0] = lost[1] = 0;
+  context_state& state = *launch.context;
+  if (state.destroyed) return false;
+  // The NULL stream: the kernel has ended; the copy waits for the context's
+  // blocking streams (docs/gpu-inside.md, "Device-initiated traffic").
+  if (api_.memcpy_device_to_host(&header, state.launch_struct(launch.slot), sizeof header, nullptr) != api::success) {
+    ++read_failures_;
+    return true;
+  }
+  std::copy(std::begin(header.lost), std::end(header.lost), std::begin(lost));
+  if (header.used_slots == 0) return false;
+  counters.resize(counters_per_launch);
+  if (api_.memcpy_device_to_host(counters.data(), state.counters(launch.slot), counters_bytes, nullptr) != api::success) {
+    ++read_failures_;
+    counters.clear();
+  }
+  return true;
+}
+
+void peer_access_counter::collect(std::vector<runtime::gpu_activity>& activities, bool final) {
+  totals_.clear();
+  // The launches whose kernels ended (their records are here), taken out
+  // under the lock; the device is read without it (see mutex_).
+  std::vector<std::pair<std::size_t, launch_in_flight>> ended;
+  {
+    std::lock_guard lock{mutex_};
+    for (std::size_t i = 0; i < activities.size(); ++i) {
+      if (activities[i].operation != runtime::gpu_operation::kernel) continue;
+      const auto it = launches_.find(activities[i].launch.correlation);
+      if (it == launches_.end()) continue;
+      ended.emplace_back(i, it->second);
+      launches_.erase(it);
+    }
+    if (final) launches_never_ended_ += launches_.size();
+  }
+  std::vector<ferret_peer_counter> counters;
+  for (auto& [index, launch] : ended) {
+    std::uint64_t lost[ferret_peer_loss_reasons] = {0, 0};
+    const bool used = read_back(launch, counters, lost);
+    std::lock_guard lock{mutex_};
+    if (used) launch.context->dirty[launch.slot] = true;
+    if (launch.context->destroyed) continue;
+    const std::shared_ptr<const memory_ranges::table> table = ranges_.find(launch.table_version);
+    const std::size_t first = batches_.size();
+    decode_launch(counters.data(), counters.size(), lost, table.get(), launch.correlation, launch.device,
+                  functions_, [this](const function_map::function& function, std::uint64_t offset) {
+                    return line_of(function, offset);
+                  },
+                  [](std::uint64_t lowest, std::uint64_t highest, bool& spans) {
+                    const std::uint64_t low = runtime::find_data_object_ref(reinterpret_cast<const void*>(lowest)).id;
+                    const std::uint64_t high = runtime::find_data_object_ref(reinterpret_cast<const void*>(highest)).id;
+                    spans = low != 0 && high != 0 && low != high;
+                    return low == high ? low : 0;
+                  },
+                  batches_, losses_);
+    // The launch's totals per memory reached, most bytes first.
+    runtime::gpu_kernel_remote_traffic totals{};
+    for (std::size_t b = first; b < batches_.size(); ++b)
+      for (const auto& access : batches_[b].accesses) {
+        auto* target = std::find_if(totals.targets, totals.targets + totals.target_count,
+                                    [&](const auto& known) { return known.device == access.target_device; });
+        if (target == totals.targets + totals.target_count) {
+          if (totals.target_count == runtime::gpu_kernel_remote_traffic::max_targets) continue;
+          *target = {access.target_device, 0, 0};
+          ++totals.target_count;
+        }
+        (access.kind == runtime::memory_access::load ? target->loaded_bytes : target->stored_bytes) += access.bytes;
+      }
+    std::sort(totals.targets, totals.targets + totals.target_count, [](const auto& a, const auto& b) {
+      return a.loaded_bytes + a.stored_bytes > b.loaded_bytes + b.stored_bytes;
+    });
+    if (totals.target_count != 0) activities[index].remote = &totals_.emplace_back(totals);
+    // The slot and its table are free again.
+    launch.context->free_slots.push_back(launch.slot);
+    for (device_table& kept : launch.context->tables)
+      if (kept.version == launch.table_version && kept.launches > 0) --kept.launches;
+  }
+}
+
+source_line peer_access_counter::line_of(const function_map::function& function, std::uint64_t offset) {
+  const auto key = std::make_pair(function.start, offset);
+  if (const auto it = lines_.find(key); it != lines_.end()) return it->second;
+  source_line found{nullptr, 0};
+  if (const auto cubin = cubins_.find(function.module); cubin != cubins_.end() && lines_from_cubins_.line_of) {
+    if (const auto resolved = lines_from_cubins_.line_of(cubin->second, function.name, offset))
+      found = {interned_names_.emplace(resolved->first).first->c_str(), resolved->second};
+  }
+  lines_.emplace(key, found);
+  return found;
+}
+
+void peer_access_counter::hand_over(std::vector<runtime::gpu_remote_access_batch>& batches) {
+  std::lock_guard lock{mutex_};
+  for (auto& batch : batches_) batches.push_back(std::move(batch));
+  batches_.clear();
+}
+
+void peer_access_counter::add_metadata(runtime::metadata_list& metadata) const {
+  std::lock_guard lock{mutex_};
+  const auto count = [](std::uint64_t value) { return static_cast<std::int64_t>(value); };
+  metadata.emplace_back("peer-access-modules-patched", count(modules_patched_));
+  metadata.emplace_back("peer-access-modules-refused", count(modules_refused_));
+  metadata.emplace_back("peer-access-launches-counted", count(launches_counted_));
+  metadata.emplace_back("peer-access-launches-not-counted-no-slot", count(launches_without_slot_));
+  metadata.emplace_back("peer-access-launches-not-counted-no-call", count(launches_without_call_));
+  metadata.emplace_back("peer-access-launches-never-ended", count(launches_never_ended_));
+  metadata.emplace_back("peer-access-read-failures", count(read_failures_));
+  metadata.emplace_back("peer-accesses-lost-table-full", count(losses_.accesses_lost_table_full));
+  metadata.emplace_back("peer-accesses-lost-key-overflow", count(losses_.accesses_lost_key_overflow));
+  metadata.emplace_back("peer-accesses-in-no-range", count(losses_.accesses_in_no_range));
+  metadata.emplace_back("peer-accesses-without-ranges", count(losses_.accesses_without_ranges));
+  metadata.emplace_back("peer-accesses-outside-functions", count(losses_.accesses_outside_functions));
+  metadata.emplace_back("peer-access-bytes-spanning-objects", count(losses_.bytes_spanning_objects));
+}
+
+}  // namespace ferret::compute_sanitizer

@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+"""peer_access_check.py PROGRAM_OUTPUT DUMP: gpu-test-peer-accesses' expectations
+(its "expected {json}" line) against ferret's device-initiated traffic (the
+peer-dump backend's JSON). Exact counts: the kernels touch each element once."""
+import json
+import sys
+
+
+def main(output_path, dump_path):
+    expected = None
+    with open(output_path) as output:
+        for line in output:
+            if line.startswith("expected "):
+                expected = json.loads(line[len("expected "):])
+    if expected is None:
+        print("peer accesses: FAILED: the program printed no expectations")
+        return 1
+    with open(dump_path) as dump_file:
+        dump = json.load(dump_file)
+    n, m = expected["n"], expected["m"]
+    failures = []
+    rows = dump["accesses"]
+    print(f"peer accesses: {len(rows)} rows; metadata {dump['metadata']}")
+    for row in rows:
+        print(f"peer accesses:   {row}")
+
+    def rows_in(context):
+        return [r for r in rows if r["context"] == context]
+
+    def expect_row(context, target, access, line, object_name, accesses, bytes_):
+        found = [r for r in rows_in(context) if r["target"] == target and r["access"] == access]
+        if len(found) != 1:
+            failures.append(f"{context}: {len(found)} {access} rows to device {target}, expected 1")
+            return
+        row = found[0]
+        for key, want in (("line", line), ("object", object_name), ("accesses", accesses), ("bytes", bytes_)):
+            if row[key] != want:
+                failures.append(f"{context}: {access} to {target}: {key} {row[key]}, expected {want}")
+
+    expect_row("host_reads", -1, "load", expected["load_line"], "host_input", n, 4 * n)
+    if len(rows_in("host_reads")) != 1:
+        failures.append(f"host_reads: {len(rows_in('host_reads'))} rows, expected only the host load")
+    if rows_in("local_only"):
+        failures.append(f"local_only: {len(rows_in('local_only'))} rows, expected none (local accesses)")
+    if expected["peer"]:
+        expect_row("peer", 1, "load", expected["peer_load_line"], "peer_input", n, 4 * n)
+        expect_row("peer", 1, "store", expected["peer_store_line"], "peer_output", m, 4 * m)
+    else:
+        print("peer accesses: one GPU (or no peer access): the peer case is left out")
+    kernels = {k["context"]: k for k in dump["kernels"]}
+    host_kernel = kernels.get("host_reads")
+    if host_kernel is None or host_kernel["targets"] != [{"device": -1, "loaded": 4 * n, "stored": 0}]:
+        failures.append(f"host_reads kernel totals {host_kernel}, expected {4 * n} bytes loaded from host")
+    lost = {k: v for k, v in dump["metadata"].items() if "lost" in k or "never-ended" in k or "failures" in k}
+    if any(lost.values()):
+        failures.append(f"losses: {lost}")
+    for failure in failures:
+        print(f"peer accesses: FAILED: {failure}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1], sys.argv[2]))

@@ -1,0 +1,181 @@
+// gpu-test-peer-accesses: kernels whose device-initiated traffic is known,
+// for checking FERRET_CUDA_PEER_ACCESSES (tests/gpu/peer_access_check.py).
+// Built with -lineinfo, so that accesses map to the lines below.
+//   region "host_reads"  on GPU 0: loads N floats from mapped pinned host
+//                        memory (data object "host_input"), stores them locally
+//   region "local_only"  on GPU 0: loads and stores its own memory only
+//   region "peer"        (two GPUs with peer access) on GPU 0: loads N floats
+//                        from GPU 1 ("peer_input") and stores M to GPU 1
+//                        ("peer_output")
+// With FERRET_BACKEND=peer_dump (registered below; run through ferret-run)
+// the device-initiated traffic is written as JSON to
+// <FERRET_OUTPUT>.peer.json. Prints one line "expected {json}".
+#include <ferret/ferret.hpp>
+
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "cuda_check.hpp"
+#include "ferret/runtime/backend.hpp"
+#include "json_text.hpp"
+
+namespace {
+
+constexpr int load_line = __LINE__ + 3;
+__global__ void read_host(float* out, const float* host, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = host[i] * 2.0f;  // the load from host memory
+}
+
+__global__ void local_only(float* data, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) data[i] = data[i] + 1.0f;
+}
+
+constexpr int peer_load_line = __LINE__ + 4;
+constexpr int peer_store_line = __LINE__ + 4;
+__global__ void peer_traffic(float* local, const float* remote_in, float* remote_out, int n, int m) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) local[i] = remote_in[i];  // the load from the peer
+  if (i < m) remote_out[i] = local[i];  // the store to the peer
+}
+
+class peer_dump final : public ferret::runtime::backend {
+ public:
+  explicit peer_dump(std::string path) : path_(std::move(path)) {}
+  void thread_records(const ferret::runtime::thread_info&, const ferret::runtime::record*, std::size_t) override {}
+  void data_object(const ferret::runtime::data_object_event&) override {}
+  void gpu_activities(const ferret::runtime::gpu_activity* activities, std::size_t count) override {
+    for (std::size_t i = 0; i < count; ++i) {
+      const auto& a = activities[i];
+      if (a.operation != ferret::runtime::gpu_operation::kernel) continue;
+      std::string entry = "{\"kernel\": " + json_string(ferret::runtime::demangled_kernel_name(a.name)) +
+                          ", \"context\": " + json_string(ferret::runtime::context_path(a.launch.context)) +
+                          ", \"targets\": [";
+      for (std::uint32_t t = 0; a.remote != nullptr && t < a.remote->target_count; ++t)
+        entry += std::string{t ? ", " : ""} + "{\"device\": " + std::to_string(a.remote->targets[t].device) +
+                 ", \"loaded\": " + std::to_string(a.remote->targets[t].loaded_bytes) +
+                 ", \"stored\": " + std::to_string(a.remote->targets[t].stored_bytes) + "}";
+      kernels_.push_back(entry + "]}");
+    }
+  }
+  void gpu_remote_accesses(const ferret::runtime::gpu_remote_access* accesses, std::size_t count) override {
+    for (std::size_t i = 0; i < count; ++i) {
+      const auto& a = accesses[i];
+      const auto key = std::make_tuple(ferret::runtime::context_path(a.context),
+                                       ferret::runtime::demangled_kernel_name(a.function),
+                                       a.line, a.device, a.target_device,
+                                       std::string{ferret::runtime::to_string(a.access)},
+                                       a.object != nullptr ? a.object->name : std::string{});
+      auto& [accesses_so_far, bytes] = rows_[key];
+      accesses_so_far += a.accesses;
+      bytes += a.bytes;
+    }
+  }
+  void flush(const ferret::runtime::session_status& status) override {
+    if (!status.final) return;
+    std::FILE* out = std::fopen(path_.c_str(), "w");
+    if (out == nullptr) return;
+    std::fprintf(out, "{\"kernels\": [\n");
+    for (std::size_t i = 0; i < kernels_.size(); ++i)
+      std::fprintf(out, "%s%s\n", kernels_[i].c_str(), i + 1 < kernels_.size() ? "," : "");
+    std::fprintf(out, "], \"accesses\": [\n");
+    std::size_t written = 0;
+    for (const auto& [key, totals] : rows_) {
+      const auto& [context, function, line, device, target, access, object] = key;
+      std::fprintf(out,
+                   "%s{\"context\": %s, \"function\": %s, \"line\": %u, \"device\": %u, \"target\": %d, "
+                   "\"access\": %s, \"object\": %s, \"accesses\": %llu, \"bytes\": %llu}\n",
+                   written++ ? "," : "", json_string(context).c_str(), json_string(function).c_str(), line,
+                   device, target, json_string(access).c_str(), json_string(object).c_str(),
+                   static_cast<unsigned long long>(totals.first), static_cast<unsigned long long>(totals.second));
+    }
+    std::fprintf(out, "], \"metadata\": {");
+    std::size_t index = 0;
+    for (const auto& [name, value] : *status.runtime_metadata) {
+      const auto* number = std::get_if<std::int64_t>(&value);
+      if (number == nullptr || (name.rfind("peer-", 0) != 0 && name.rfind("gpu-device-initiated", 0) != 0)) continue;
+      std::fprintf(out, "%s%s: %lld", index++ ? ", " : "", json_string(name).c_str(), static_cast<long long>(*number));
+    }
+    std::fprintf(out, "}}\n");
+    std::fclose(out);
+  }
+  void abandon() noexcept override {}
+  std::string describe() const override { return "peer dump: " + path_; }
+
+ private:
+  std::string path_;
+  std::vector<std::string> kernels_;
+  std::map<std::tuple<std::string, std::string, std::uint32_t, std::uint32_t, std::int32_t, std::string, std::string>,
+           std::pair<std::uint64_t, std::uint64_t>>
+      rows_;
+};
+
+std::unique_ptr<ferret::runtime::backend> make_dump(const ferret::runtime::backend_context& context, std::string&) {
+  return std::make_unique<peer_dump>(ferret::runtime::output_file(context, ".peer.json"));
+}
+FERRET_REGISTER_BACKEND("peer_dump", "device-initiated traffic as JSON (gpu-test-peer-accesses)", make_dump);
+
+}  // namespace
+
+int main() {
+  constexpr int n = 1 << 20;  // floats loaded from host memory and from the peer
+  constexpr int m = 1 << 18;  // floats stored to the peer
+  constexpr int threads = 256;
+  CHECK_CUDA(cudaSetDevice(0));
+  float* host = nullptr;
+  CHECK_CUDA(cudaHostAlloc(&host, n * sizeof(float), cudaHostAllocMapped));
+  for (int i = 0; i < n; ++i) host[i] = static_cast<float>(i);
+  const auto host_object = ferret::register_data_object("host_input", host, n * sizeof(float));
+  float* host_on_device = nullptr;
+  CHECK_CUDA(cudaHostGetDevicePointer(&host_on_device, host, 0));
+  float* local = nullptr;
+  CHECK_CUDA(cudaMalloc(&local, n * sizeof(float)));
+  {
+    ferret::region r{"host_reads"};
+    read_host<<<(n + threads - 1) / threads, threads>>>(local, host_on_device, n);
+    CHECK_CUDA(cudaDeviceSynchronize());
+  }
+  {
+    ferret::region r{"local_only"};
+    local_only<<<(n + threads - 1) / threads, threads>>>(local, n);
+    CHECK_CUDA(cudaDeviceSynchronize());
+  }
+  int devices = 0, can_access = 0;
+  CHECK_CUDA(cudaGetDeviceCount(&devices));
+  if (devices >= 2) CHECK_CUDA(cudaDeviceCanAccessPeer(&can_access, 0, 1));
+  const bool peer = devices >= 2 && can_access != 0;
+  if (peer) {
+    float* remote_in = nullptr;
+    float* remote_out = nullptr;
+    CHECK_CUDA(cudaSetDevice(1));
+    CHECK_CUDA(cudaMalloc(&remote_in, n * sizeof(float)));
+    CHECK_CUDA(cudaMalloc(&remote_out, m * sizeof(float)));
+    CHECK_CUDA(cudaMemset(remote_in, 0, n * sizeof(float)));
+    CHECK_CUDA(cudaDeviceSynchronize());
+    const auto in_object = ferret::register_data_object("peer_input", remote_in, n * sizeof(float),
+                                                        ferret::memory_kind::device, 1);
+    const auto out_object = ferret::register_data_object("peer_output", remote_out, m * sizeof(float),
+                                                         ferret::memory_kind::device, 1);
+    CHECK_CUDA(cudaSetDevice(0));
+    CHECK_CUDA(cudaDeviceEnablePeerAccess(1, 0));
+    {
+      ferret::region r{"peer"};
+      peer_traffic<<<(n + threads - 1) / threads, threads>>>(local, remote_in, remote_out, n, m);
+      CHECK_CUDA(cudaDeviceSynchronize());
+    }
+    ferret::flush();  // the counts are decoded at a drain: name the objects while they live
+    ferret::unregister_data_object(in_object);
+    ferret::unregister_data_object(out_object);
+  }
+  ferret::flush();
+  ferret::unregister_data_object(host_object);
+  std::printf("expected {\"n\": %d, \"m\": %d, \"peer\": %s, \"load_line\": %d, \"peer_load_line\": %d, "
+              "\"peer_store_line\": %d, \"file\": \"%s\"}\n",
+              n, m, peer ? "true" : "false", load_line, peer_load_line, peer_store_line, __FILE__);
+  return 0;
+}
