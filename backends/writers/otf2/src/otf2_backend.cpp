@@ -749,9 +749,12 @@ class otf2_backend final : public runtime::backend {
     const std::string name = fmt::format("device-initiated bytes {} {}",
                                          stored ? "stored to" : "loaded from", memory);
     const std::string description = fmt::format(
-        "bytes the stream's kernels {} {} memory by their own {} (peer access, NVSHMEM, "
-        "NCCL's kernels, zero-copy)",
-        stored ? "stored to" : "loaded from", memory, stored ? "stores and atomics" : "loads");
+        "bytes the stream's kernels {} {} by their own {} (peer access, NVSHMEM, NCCL's "
+        "kernels, zero-copy)",
+        stored ? "stored to" : "loaded from",
+        device == runtime::host_memory_device ? std::string{"host memory"}
+                                              : fmt::format("GPU {}'s memory", device),
+        stored ? "stores and atomics" : "loads");
     it->second = add_metric(name, "bytes", OTF2_METRIC_ACCUMULATED_START, OTF2_METRIC_SYNCHRONOUS,
                             description, OTF2_TYPE_UINT64);
     return it->second;
