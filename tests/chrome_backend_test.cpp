@@ -3,6 +3,7 @@
 // comes out is checked by ferret::trace_check and then read back with
 // nlohmann::json to compare values.
 #include "chrome_backend.hpp"
+#include "gpu_device_initiated.hpp"
 #include "trace_check.hpp"
 #include "support/backend_test_support.hpp"
 
@@ -1528,4 +1529,117 @@ TEST_CASE("instruction samples make the metadata's bounded table of GPU source l
         json::parse(R"([{"file":"stream.cu","line":42,"samples":60.5,
                          "stalls":"long_scoreboard 83%, selected 17%"},
                         {"file":"stream.cu","line":43,"samples":5,"stalls":"wait 100%"}])"));
+}
+
+// ---------------------------------------------------------------------------
+// Device-initiated traffic (FERRET_CUDA_PEER_ACCESSES)
+
+namespace {
+
+rt::gpu_remote_access remote_access(const char* function, std::uint64_t pc_offset,
+                                    const char* file, std::uint32_t line, std::uint32_t device,
+                                    std::int32_t target, rt::memory_access access,
+                                    const rt::data_object_info* object, std::uint64_t accesses,
+                                    std::uint64_t bytes) {
+  return {nullptr, device, target, access,  function, pc_offset, file,
+          line,    object != nullptr ? object->id : 0, object, accesses, bytes};
+}
+
+}  // namespace
+
+TEST_CASE("a kernel's device-initiated bytes are arguments per memory it reached and direction") {
+  fixture f;
+  static const char halo[] = "_Z4haloPf";
+  rt::gpu_kernel_remote_traffic traffic{};
+  traffic.target_count = 3;
+  traffic.targets[0] = {1, 4096, 512};
+  traffic.targets[1] = {rt::host_memory_device, 8, 0};
+  traffic.targets[2] = {3, 0, 64};
+  rt::gpu_activity remote = kernel(5'000, 9'000, 0, 7, halo, launched(11, 0, 0, nullptr));
+  remote.remote = &traffic;
+  const rt::gpu_activity local = kernel(10'000, 12'000, 0, 7, halo, launched(12, 0, 0, nullptr));
+  const rt::gpu_activity activities[] = {remote, local};
+  f.backend->gpu_activities(activities, std::size(activities));
+  f.flush(true);
+
+  checked(f.path);
+  const json doc = parse_file(f.path);
+  const std::vector<json> kernels = events_in(doc, "X", "kernel");
+  REQUIRE(kernels.size() == 2);
+  const json& args = kernels[0].at("args");
+  CHECK(args.at("loaded from GPU 1") == 4096);
+  CHECK(args.at("stored to GPU 1") == 512);
+  CHECK(args.at("loaded from host") == 8);
+  CHECK_FALSE(args.contains("stored to host"));  // no bytes that way: left out
+  CHECK_FALSE(args.contains("loaded from GPU 3"));
+  CHECK(args.at("stored to GPU 3") == 64);
+  CHECK(args.size() == 10 + 4);
+  // A kernel that reached no other memory has the arguments it had.
+  const json& local_args = kernels[1].at("args");
+  CHECK(local_args.size() == 10);
+  for (const auto& [key, value] : local_args.items()) {
+    CHECK(key.find("loaded") == std::string::npos);
+    CHECK(key.find("stored") == std::string::npos);
+  }
+  CHECK_FALSE(doc.at("metadata").contains("gpu-device-initiated"));
+}
+
+TEST_CASE("device-initiated accesses make the metadata's bounded table by kernel, line, object and device pair") {
+  fixture f;
+  static const char halo[] = "_Z4haloPf";
+  static const char nccl[] = "ncclDevKernel_AllReduce";  // no line information
+  static const char file[] = "halo.cu";
+  const rt::data_object_info peer{7, "peer halo", 0x1000, 4096, rt::memory_kind::device, 1};
+  const rt::data_object_info pinned{8, "pinned", 0x9000, 64, rt::memory_kind::pinned, -1};
+  rt::context_node root{0, 0, nullptr, nullptr};
+  rt::context_node other{1, 1, &root, nullptr};
+  std::vector<rt::gpu_remote_access> first = {
+      remote_access(halo, 0x10, file, 21, 0, 1, rt::memory_access::load, &peer, 1024, 4096),
+      remote_access(halo, 0x20, file, 21, 0, 1, rt::memory_access::load, &peer, 16, 64),  // line 21 again
+      remote_access(halo, 0x30, file, 22, 0, 1, rt::memory_access::store, &peer, 128, 512),
+      remote_access(halo, 0x40, file, 23, 0, rt::host_memory_device, rt::memory_access::atomic,
+                    &pinned, 2, 8),
+      remote_access(nccl, 0x1a0, nullptr, 0, 1, 0, rt::memory_access::store, nullptr, 500, 8000),
+  };
+  for (auto& access : first) access.context = &root;
+  f.backend->gpu_remote_accesses(first.data(), first.size());
+  f.flush(false);
+  checked(f.path);
+  // A later drain adds to the same row from another calling context, and
+  // brings more rows than the table keeps.
+  rt::gpu_remote_access again =
+      remote_access(halo, 0x10, file, 21, 0, 1, rt::memory_access::load, &peer, 1024, 4096);
+  again.context = &other;
+  std::vector<rt::gpu_remote_access> second = {again};
+  static const char many[] = "_Z4manyv";
+  for (std::uint32_t line = 1; line <= ferret::chrome::max_device_initiated_rows; ++line)
+    second.push_back(
+        remote_access(many, line * 16U, file, 100 + line, 0, 2, rt::memory_access::load, nullptr, 1, 4));
+  for (auto& access : second)
+    if (access.context == nullptr) access.context = &root;
+  f.backend->gpu_remote_accesses(second.data(), second.size());
+  f.flush(true);
+
+  const check::report report = checked(f.path);
+  const json metadata = parse_file(f.path).at("metadata");
+  const json& table = metadata.at("gpu-device-initiated");
+  REQUIRE(table.size() == ferret::chrome::max_device_initiated_rows);
+  // Most bytes first: both drains and both instructions of line 21 summed.
+  CHECK(table[0] == json::parse(R"j({"kernel":"halo(float*)","file":"halo.cu","line":21,
+      "object":"peer halo","access":"load","source device":1,"destination device":0,
+      "bytes":8256,"accesses":2064})j"));
+  CHECK(table[1] == json::parse(R"j({"kernel":"ncclDevKernel_AllReduce","pc offset":"0x1a0",
+      "access":"store","source device":1,"destination device":0,"bytes":8000,"accesses":500})j"));
+  CHECK(table[2] == json::parse(R"j({"kernel":"halo(float*)","file":"halo.cu","line":22,
+      "object":"peer halo","access":"store","source device":0,"destination device":1,
+      "bytes":512,"accesses":128})j"));
+  CHECK(table[3] == json::parse(R"j({"kernel":"halo(float*)","file":"halo.cu","line":23,
+      "object":"pinned","access":"atomic","source device":0,"destination device":"host",
+      "bytes":8,"accesses":2})j"));
+  CHECK(table[4].at("kernel") == "many()");
+  CHECK(table[4].at("source device") == 2);
+  // 4 + 100 rows: the last 4 are left out, 4 bytes each.
+  CHECK(metadata.at("gpu-device-initiated-rows-left-out") == 4);
+  CHECK(metadata.at("gpu-device-initiated-bytes-left-out") == 16);
+  CHECK(report.metadata.at("gpu-device-initiated-rows-left-out") == 4);
 }

@@ -530,3 +530,53 @@ TEST_CASE("GPU instruction samples: GINST, its stall classes and GSAMP:EXP as to
   CHECK(definitions.find("ACCUMULATED_START") != std::string::npos);
   CHECK(definitions.find("GPU instruction samples: global memory") != std::string::npos);
 }
+
+TEST_CASE("device-initiated traffic: bytes per memory reached and direction as totals at such kernels") {
+  fixture f;
+  const char* halo = "_Z4haloPf";
+  rt::gpu_kernel_remote_traffic first{};
+  first.target_count = 2;
+  first.targets[0] = {1, 4096, 512};
+  first.targets[1] = {rt::host_memory_device, 8, 0};
+  rt::gpu_kernel_remote_traffic second{};
+  second.target_count = 1;
+  // Past what a double holds exactly: the totals are integers.
+  second.targets[0] = {1, (std::uint64_t{1} << 53) + 1, 0};
+  rt::gpu_kernel_remote_traffic other_stream{};
+  other_stream.target_count = 1;
+  other_stream.targets[0] = {1, 100, 0};
+  rt::gpu_activity a = kernel(3'000, 4'000, 7, halo);
+  a.remote = &first;
+  rt::gpu_activity c = kernel(7'000, 8'000, 7, halo);
+  c.remote = &second;
+  rt::gpu_activity d = kernel(1'000, 2'000, 8, halo);
+  d.remote = &other_stream;
+  const rt::gpu_activity activities[] = {c, kernel(5'000, 6'000, 7, halo), a, d};
+  f.backend->gpu_activities(activities, std::size(activities));
+  f.flush(true);
+
+  const check::report report = f.checked();
+  f.printed();
+  // Written just before the Enter and at the Leave of each kernel, for the
+  // directions it moved bytes in; none at the kernel that reached no other memory.
+  CHECK(report.metric_sample_counts.at("device-initiated bytes loaded from GPU 1") == 6);
+  CHECK(report.metric_sample_counts.at("device-initiated bytes stored to GPU 1") == 2);
+  CHECK(report.metric_sample_counts.at("device-initiated bytes loaded from host") == 2);
+  CHECK(report.metric_sample_counts.count("device-initiated bytes stored to host") == 0);
+  CHECK(report.metric_samples == 10);
+  CHECK(report.last_metric_values.at("device-initiated bytes stored to GPU 1") == 512);
+  CHECK(report.last_metric_values.at("device-initiated bytes loaded from host") == 8);
+  // Totals per stream since the start, exact: otf2-print shows stream 7's
+  // last one, both of its kernels added.
+  const std::string events = read_text(f.dir.file("print.out"));
+  CHECK(events.find("UINT64; 4096)") != std::string::npos);
+  CHECK(events.find("UINT64; " + std::to_string((std::uint64_t{1} << 53) + 1 + 4096) + ")") !=
+        std::string::npos);
+  const std::string print = f.dir.file("definitions.out");
+  CHECK(std::system(("'" + std::string{FERRET_OTF2_PRINT} + "' -G '" + f.anchor + "' > '" + print + "'").c_str()) ==
+        0);
+  const std::string definitions = read_text(print);
+  CHECK(definitions.find("ACCUMULATED_START") != std::string::npos);
+  CHECK(definitions.find("UINT64") != std::string::npos);
+  CHECK(definitions.find("bytes the stream's kernels loaded from GPU 1's memory") != std::string::npos);
+}

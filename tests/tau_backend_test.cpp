@@ -1055,3 +1055,80 @@ TEST_CASE("GPU instruction samples: per kernel on its stream and launching conte
   // Samples without a known launch: the main thread, outside any region.
   CHECK(event(host, "[GPU line] stream.cu:43 (kernel(float*, int)) GINST").max == 2);
 }
+
+TEST_CASE("device-initiated traffic: per kernel on its stream and launching context, per line as user events") {
+  fixture run;
+  const auto* step = run.names.add("step");
+  const auto* memcpy_call = run.names.add("cudaMemcpyAsync", "cuda");
+  const auto* launch_call = run.names.add("cudaLaunchKernel", "cuda");
+  const launch_contexts contexts{step, memcpy_call, launch_call};
+  run.feed(run.main_thread, {begin(0, step), begin(30, launch_call), end(40, launch_call), end(100000, step)});
+  rt::gpu_kernel_remote_traffic first{};
+  first.target_count = 2;
+  first.targets[0] = {1, 4096, 512};
+  first.targets[1] = {rt::host_memory_device, 8, 0};
+  rt::gpu_kernel_remote_traffic second{};
+  second.target_count = 1;
+  second.targets[0] = {1, 1024, 0};
+  gpu_activity remote = device_operation(gpu_operation::kernel, 0, 7, 5000, 8000, test_pid, &contexts.launch_call);
+  remote.name = "_Z4haloPf";
+  remote.remote = &first;
+  gpu_activity again = remote;
+  again.start_ns = 9000;
+  again.end_ns = 9500;
+  again.remote = &second;
+  gpu_activity local = remote;  // reached no other memory: no events
+  local.name = "_Z5localv";
+  local.start_ns = 9600;
+  local.end_ns = 9700;
+  local.remote = nullptr;
+  run.activities({remote, again, local});
+  const char* file = "halo.cu";
+  const rt::data_object_info peer{7, "peer halo", 0x1000, 4096, rt::memory_kind::device, 1};
+  using rt::memory_access;
+  const rt::gpu_remote_access drain1[] = {
+      {&contexts.launch_call, 0, 1, memory_access::load, "_Z4haloPf", 0x10, file, 21, 7, &peer, 1024, 4096},
+      {&contexts.launch_call, 0, 1, memory_access::load, "_Z4haloPf", 0x20, file, 21, 7, &peer, 16, 64},
+      {&contexts.launch_call, 0, 1, memory_access::store, "_Z4haloPf", 0x30, file, 22, 7, &peer, 100, 400},
+      {&contexts.launch_call, 0, 1, memory_access::atomic, "_Z4haloPf", 0x40, file, 22, 7, &peer, 28, 112},
+      {&contexts.launch_call, 0, rt::host_memory_device, memory_access::load, "nccl_kernel", 0x1a0,
+       nullptr, 0, 0, nullptr, 2, 8},
+      {&contexts.root, 0, 1, memory_access::load, "_Z4haloPf", 0x50, file, 23, 0, nullptr, 1, 4}};  // launch unknown
+  run.backend->gpu_remote_accesses(drain1, std::size(drain1));
+  const rt::gpu_remote_access drain2[] = {
+      {&contexts.launch_call, 0, 1, memory_access::load, "_Z4haloPf", 0x10, file, 21, 7, &peer, 256, 1024}};
+  run.backend->gpu_remote_accesses(drain2, std::size(drain2));
+  const tc::report r = run.finish();
+
+  // The stream: per launch of the kernel, under the kernel.
+  const tc::profile* stream = r.find(0, 1);
+  const tc::user_event_line& loaded =
+      event(stream, "device-initiated bytes loaded from GPU 1 : .TAU application => halo(float*)");
+  CHECK(loaded.count == 2);
+  CHECK(loaded.max == 4096);
+  CHECK(loaded.mean == 2560);
+  const tc::user_event_line& stored =
+      event(stream, "device-initiated bytes stored to GPU 1 : .TAU application => halo(float*)");
+  CHECK(stored.count == 1);  // the second launch stored nothing
+  CHECK(stored.max == 512);
+  CHECK(event(stream, "device-initiated bytes loaded from host : .TAU application => halo(float*)").max == 8);
+  CHECK(stream->user_event("device-initiated bytes stored to host : .TAU application => halo(float*)") == nullptr);
+  CHECK(stream->user_event("device-initiated bytes loaded from GPU 1 : .TAU application => local()") == nullptr);
+  // The launching thread: the same per calling context of the launch, and the
+  // source lines per object and direction summed over the drains and the
+  // line's instructions, stores and atomics together, one sample each.
+  const tc::profile* host = r.find(0, 0);
+  const std::string context = " : .TAU application => step => cudaLaunchKernel";
+  CHECK(event(host, "device-initiated bytes loaded from GPU 1" + context).mean == 2560);
+  const std::string line = "[GPU line] halo.cu:21 (halo(float*)) device-initiated bytes loaded from GPU 1 (object: peer halo)";
+  const tc::user_event_line& line_bytes = event(host, line + context);
+  CHECK(line_bytes.count == 1);
+  CHECK(line_bytes.max == 4096 + 64 + 1024);
+  CHECK(event(host, "[GPU line] halo.cu:22 (halo(float*)) device-initiated bytes stored to GPU 1 (object: peer halo)" +
+                        context)
+            .max == 512);
+  CHECK(event(host, "[GPU instruction] 0x1a0 (nccl_kernel) device-initiated bytes loaded from host" + context).max ==
+        8);
+  // Accesses without a known launch: the main thread, outside any region.
+  CHECK(event(host, "[GPU line] halo.cu:23 (halo(float*)) device-initiated bytes loaded from GPU 1").max == 4);
+}

@@ -6,6 +6,7 @@
 #include "chrome_backend.hpp"
 #include "decimal.hpp"
 #include "exit_guard.hpp"
+#include "gpu_device_initiated.hpp"
 #include "gpu_source_lines.hpp"
 #include "ferret/runtime/runtime.hpp"
 
@@ -422,6 +423,8 @@ class chrome_backend final : public runtime::backend {
     kernel_names_.clear();
     source_lines_ = {};
     std::string().swap(source_lines_json_);
+    device_initiated_ = {};
+    std::string().swap(device_initiated_json_);
     std::vector<const gpu_activity*>().swap(ordered_);
   }
 
@@ -467,6 +470,13 @@ class chrome_backend final : public runtime::backend {
     if (closed_ || count == 0) return;
     source_lines_.add(samples, count);
     source_lines_json_.clear();  // rebuilt by the next trailer
+  }
+
+  void gpu_remote_accesses(const runtime::gpu_remote_access* accesses,
+                           std::size_t count) override {
+    if (closed_ || count == 0) return;
+    device_initiated_.add(accesses, count);
+    device_initiated_json_.clear();  // rebuilt by the next trailer
   }
 
  private:
@@ -907,6 +917,7 @@ class chrome_backend final : public runtime::backend {
         begin_device_slice(activity, gpu, "kernel", kernel_name(activity.name));
         append_kernel_args(activity.kernel);
         if (activity.samples != nullptr) append_sample_args(*activity.samples);
+        if (activity.remote != nullptr) append_remote_args(*activity.remote);
         end_device_slice(activity, gpu);
         break;
       case gpu_operation::memcpy:
@@ -1004,6 +1015,26 @@ class chrome_backend final : public runtime::backend {
     if (samples.period_cycles != 0)
       fmt::format_to(std::back_inserter(text_), R"(,"sampling period cycles":{})",
                      samples.period_cycles);
+  }
+
+  // A kernel's device-initiated traffic (FERRET_CUDA_PEER_ACCESSES) per memory
+  // it reached: "loaded from GPU 1" (bytes moved from there to the kernel's
+  // device), "stored to host" (stores and atomics, the other way).
+  void append_remote_args(const runtime::gpu_kernel_remote_traffic& remote) {
+    const std::size_t targets =
+        std::min<std::size_t>(remote.target_count, runtime::gpu_kernel_remote_traffic::max_targets);
+    for (std::size_t i = 0; i < targets; ++i) {
+      const runtime::gpu_kernel_remote_traffic::target& target = remote.targets[i];
+      const std::string memory = target.device == runtime::host_memory_device
+                                     ? std::string{"host"}
+                                     : fmt::format("GPU {}", target.device);
+      if (target.loaded_bytes != 0)
+        fmt::format_to(std::back_inserter(text_), R"(,"loaded from {}":{})", memory,
+                       target.loaded_bytes);
+      if (target.stored_bytes != 0)
+        fmt::format_to(std::back_inserter(text_), R"(,"stored to {}":{})", memory,
+                       target.stored_bytes);
+    }
   }
 
   void append_copy_args(const gpu_activity& copy) {
@@ -1295,6 +1326,8 @@ class chrome_backend final : public runtime::backend {
     out.append(locations_json());
     if (source_lines_json_.empty()) source_lines_.append_json(source_lines_json_);
     out.append(source_lines_json_);
+    if (device_initiated_json_.empty()) device_initiated_.append_json(device_initiated_json_);
+    out.append(device_initiated_json_);
     out.append(",\"run\":{");
     out.append(run_metadata_);
     out.append("}}}\n");
@@ -1338,6 +1371,8 @@ class chrome_backend final : public runtime::backend {
   std::string locations_json_;  // the metadata's "source-locations" member, or empty
   gpu_source_lines source_lines_;  // instruction samples by function and source line
   std::string source_lines_json_;  // the metadata's "gpu-source-lines", or empty
+  gpu_device_initiated device_initiated_;  // device-initiated traffic by kernel, line, object
+  std::string device_initiated_json_;      // the metadata's "gpu-device-initiated", or empty
   std::map<std::uint64_t, live_object> live_;    // data objects by id
 
   std::map<std::uint32_t, gpu_state> gpus_;  // by device id

@@ -171,6 +171,7 @@ struct metric_def {
   std::uint32_t unit;
   OTF2_MetricMode mode;
   OTF2_MetricOccurrence occurrence;
+  OTF2_Type value_type;
 };
 
 // A sampled kernel's instruction samples as Score-P writes hardware counters:
@@ -683,12 +684,13 @@ class otf2_backend final : public runtime::backend {
   std::uint32_t add_metric(const std::string& name, const std::string& unit,
                            OTF2_MetricMode mode = OTF2_METRIC_ABSOLUTE_POINT,
                            OTF2_MetricOccurrence occurrence = OTF2_METRIC_ASYNCHRONOUS,
-                           std::string_view description = {}) {
+                           std::string_view description = {},
+                           OTF2_Type value_type = OTF2_TYPE_DOUBLE) {
     const auto id = static_cast<std::uint32_t>(metrics_.size());
     const std::uint32_t name_ref = string_ref(name);
     metrics_.push_back(metric_def{name_ref,
                                   description.empty() ? name_ref : string_ref(std::string{description}),
-                                  string_ref(unit), mode, occurrence});
+                                  string_ref(unit), mode, occurrence, value_type});
     return id;
   }
 
@@ -728,6 +730,70 @@ class otf2_backend final : public runtime::backend {
     if (index == samples_metric) return samples.samples;
     if (index == expected_samples_metric) return samples.expected;
     return samples.by_stall[index];
+  }
+
+  // A kernel's device-initiated traffic (FERRET_CUDA_PEER_ACCESSES), written
+  // as its samples are: per stream location and memory reached, the bytes
+  // loaded from there and stored there since the start (exact integers), just
+  // before the Enter and at the Leave of each kernel that moved bytes that way.
+  // One metric per memory and direction: Vampir draws each device pair apart.
+  using remote_direction = std::pair<std::int32_t, bool>;  // (memory reached, stored)
+
+  std::uint32_t remote_metric(remote_direction direction) {
+    auto [it, inserted] = remote_metrics_.try_emplace(direction, no_ref);
+    if (!inserted) return it->second;
+    const auto [device, stored] = direction;
+    const std::string memory = device == runtime::host_memory_device
+                                   ? std::string{"host"}
+                                   : fmt::format("GPU {}", device);
+    const std::string name = fmt::format("device-initiated bytes {} {}",
+                                         stored ? "stored to" : "loaded from", memory);
+    const std::string description = fmt::format(
+        "bytes the stream's kernels {} {} by their own {} (peer access, NVSHMEM, NCCL's "
+        "kernels, zero-copy)",
+        stored ? "stored to" : "loaded from",
+        device == runtime::host_memory_device ? std::string{"host memory"}
+                                              : fmt::format("GPU {}'s memory", device),
+        stored ? "stores and atomics" : "loads");
+    it->second = add_metric(name, "bytes", OTF2_METRIC_ACCUMULATED_START, OTF2_METRIC_SYNCHRONOUS,
+                            description, OTF2_TYPE_UINT64);
+    return it->second;
+  }
+
+  // The location's totals of the directions in which the kernel moved bytes.
+  void write_remote_totals(std::uint32_t id, std::int64_t time_ns,
+                           const runtime::gpu_kernel_remote_traffic& remote) {
+    const std::size_t targets = std::min<std::size_t>(
+        remote.target_count, runtime::gpu_kernel_remote_traffic::max_targets);
+    for (std::size_t i = 0; i < targets; ++i) {
+      const runtime::gpu_kernel_remote_traffic::target& target = remote.targets[i];
+      for (const bool stored : {false, true})
+        if ((stored ? target.stored_bytes : target.loaded_bytes) != 0)
+          write_count_metric(id, time_ns, remote_metric({target.device, stored}),
+                             remote_totals_[{id, {target.device, stored}}]);
+    }
+  }
+
+  void add_remote_totals(std::uint32_t id, const runtime::gpu_kernel_remote_traffic& remote) {
+    const std::size_t targets = std::min<std::size_t>(
+        remote.target_count, runtime::gpu_kernel_remote_traffic::max_targets);
+    for (std::size_t i = 0; i < targets; ++i) {
+      const runtime::gpu_kernel_remote_traffic::target& target = remote.targets[i];
+      for (const bool stored : {false, true})
+        if (const std::uint64_t bytes = stored ? target.stored_bytes : target.loaded_bytes;
+            bytes != 0)
+          remote_totals_[{id, {target.device, stored}}] += bytes;
+    }
+  }
+
+  void write_count_metric(std::uint32_t id, std::int64_t time_ns, std::uint32_t metric,
+                          std::uint64_t count) {
+    location& where = locations_[id];
+    const OTF2_Type type = OTF2_TYPE_UINT64;
+    OTF2_MetricValue value;
+    value.unsigned_int = count;
+    ok(OTF2_EvtWriter_Metric(where.writer, nullptr, stamp(where, time_ns), metric, 1, &type, &value),
+       "Metric");
   }
 
   void write_metric(std::uint32_t id, std::int64_t time_ns, std::uint32_t metric, double sample) {
@@ -831,6 +897,7 @@ class otf2_backend final : public runtime::backend {
     }
     const std::int64_t end_ns = std::max(a.end_ns, a.start_ns);
     if (a.samples != nullptr) write_sample_totals(id, a.start_ns, *a.samples);
+    if (a.remote != nullptr) write_remote_totals(id, a.start_ns, *a.remote);
     location& where = locations_[id];
     ok(OTF2_EvtWriter_Enter(where.writer, attributes_, stamp(where, a.start_ns), region), "Enter");
     if (a.samples != nullptr) {
@@ -838,6 +905,10 @@ class otf2_backend final : public runtime::backend {
       for (std::size_t index = 0; index < sample_metric_count; ++index)
         totals[index] += std::max(kernel_sample_value(*a.samples, index), 0.0);
       write_sample_totals(id, end_ns, *a.samples);
+    }
+    if (a.remote != nullptr) {
+      add_remote_totals(id, *a.remote);
+      write_remote_totals(id, end_ns, *a.remote);
     }
     ok(OTF2_EvtWriter_Leave(where.writer, nullptr, stamp(where, end_ns), region), "Leave");
   }
@@ -969,7 +1040,7 @@ class otf2_backend final : public runtime::backend {
         d.attributes.push_back({string_ref(a.name), string_ref(a.description), a.type});
     for (const metric_def& m : metrics_)
       d.metrics.push_back({m.name, m.description, m.unit, OTF2_METRIC_TYPE_USER, m.mode,
-                           OTF2_TYPE_DOUBLE, m.occurrence, OTF2_RECORDER_KIND_ABSTRACT});
+                           m.value_type, m.occurrence, OTF2_RECORDER_KIND_ABSTRACT});
     if (mpi_location_ != no_ref) {
       // Score-P's MPI layout: one COMM_LOCATIONS group (each rank's location,
       // joined in rank order by the unification, so that a world rank is an
@@ -1177,6 +1248,9 @@ class otf2_backend final : public runtime::backend {
     return refs;
   }();
   std::unordered_map<std::uint32_t, std::array<double, sample_metric_count>> sample_totals_;
+  // Device-initiated traffic: the metric of each direction, each stream location's totals.
+  std::map<remote_direction, std::uint32_t> remote_metrics_;
+  std::map<std::pair<std::uint32_t, remote_direction>, std::uint64_t> remote_totals_;
   std::map<std::string, std::uint32_t> marker_defs_;  // category → marker definition
   std::vector<marker> markers_list_;
   std::map<std::uint32_t, std::uint32_t> gpu_memory_;  // device → its memory location

@@ -234,6 +234,24 @@ class tau_backend final : public runtime::backend {
     }
   }
 
+  // Summed per (context, function, source line or instruction, object, memory
+  // reached, direction) until the final flush, which writes each sum as one
+  // sample (add_remote_line_events).
+  void gpu_remote_accesses(const runtime::gpu_remote_access* accesses,
+                           std::size_t count) override {
+    if (finished_) return;
+    for (std::size_t i = 0; i < count; ++i) {
+      const runtime::gpu_remote_access& access = accesses[i];
+      if (access.bytes == 0) continue;
+      const bool has_line = access.file != nullptr;
+      remote_lines_[remote_line_key{
+          access.context, access.function != nullptr ? access.function : "",
+          has_line ? access.file : "", has_line ? access.line : 0, has_line ? 0 : access.pc_offset,
+          access.object != nullptr ? access.object->name : std::string{}, access.target_device,
+          access.access != runtime::memory_access::load}] += access.bytes;
+    }
+  }
+
   void flush(const session_status& status) override {
     if (finished_ || !status.final) return;
     finished_ = true;
@@ -241,6 +259,7 @@ class tau_backend final : public runtime::backend {
     // profile.N.0.0 (docs/formats.md, "Nothing recorded").
     host_thread(session_.pid);
     add_line_events();
+    add_remote_line_events();
     for (std::size_t m = 1; m < metrics_.size(); ++m)
       if (!counter_seen_[m])
         runtime::print_message(fmt::format(
@@ -255,6 +274,7 @@ class tau_backend final : public runtime::backend {
     host_index_.clear();
     stream_index_.clear();
     sampled_lines_.clear();
+    remote_lines_.clear();
   }
 
   std::string describe() const override {
@@ -444,22 +464,86 @@ class tau_backend final : public runtime::backend {
   // non-zero stall classes (GINST:STL_*) and GSAMP:UTIL, one sample per
   // launch — under the kernel on its stream, and under the launch's calling
   // context on the launching thread.
-  void add_kernel_samples(const gpu_activity& activity, std::uint32_t function) {
-    const runtime::gpu_kernel_samples& samples = *activity.samples;
+  // Where a launch's user events go: under the kernel on its stream, and under
+  // the launch's calling context on the launching thread when it is known
+  // (which the launch's GPU lines then go to as well).
+  struct launch_events {
+    thread_profile& stream;
+    std::uint32_t kernel_node;
+    thread_profile* host;
+    std::uint32_t host_node;
+    void add(std::uint32_t id, double value) const {
+      stream.add_event(id, value, kernel_node);
+      if (host != nullptr) host->add_event(id, value, host_node);
+    }
+  };
+
+  launch_events events_of_launch(const gpu_activity& activity, std::uint32_t function) {
     thread_profile& stream = stream_thread(activity.device, activity.stream);
-    const std::uint32_t kernel_node = stream.child(root_node, function);
-    thread_profile* host = nullptr;
-    std::uint32_t host_node = root_node;
+    launch_events places{stream, stream.child(root_node, function), nullptr, root_node};
     if (activity.launch.tid != 0) {
-      host = &host_thread(activity.launch.tid);
-      host_node = node_of(*host, activity.launch.context);
+      places.host = &host_thread(activity.launch.tid);
+      places.host_node = node_of(*places.host, activity.launch.context);
       if (activity.launch.context != nullptr)
         launching_thread_.insert_or_assign(activity.launch.context, activity.launch.tid);
     }
+    return places;
+  }
+
+  // "device-initiated bytes loaded from GPU 1", "... stored to host" (stores
+  // and atomics): the user event of a direction of device-initiated traffic.
+  static std::string remote_event_name(std::int32_t memory, bool stored) {
+    return fmt::format("device-initiated bytes {} {}", stored ? "stored to" : "loaded from",
+                       memory == runtime::host_memory_device ? std::string{"host"}
+                                                             : fmt::format("GPU {}", memory));
+  }
+
+  // A launch's device-initiated traffic (FERRET_CUDA_PEER_ACCESSES) as user
+  // events, one sample per launch and direction it moved bytes in, under the
+  // kernel on its stream and under the launch's calling context on the
+  // launching thread, as its instruction samples are.
+  void add_kernel_remote_traffic(const gpu_activity& activity, std::uint32_t function) {
+    const runtime::gpu_kernel_remote_traffic& remote = *activity.remote;
+    const launch_events places = events_of_launch(activity, function);
+    const std::size_t targets = std::min<std::size_t>(
+        remote.target_count, runtime::gpu_kernel_remote_traffic::max_targets);
+    for (std::size_t i = 0; i < targets; ++i) {
+      const runtime::gpu_kernel_remote_traffic::target& target = remote.targets[i];
+      for (const bool stored : {false, true}) {
+        const std::uint64_t bytes = stored ? target.stored_bytes : target.loaded_bytes;
+        if (bytes == 0) continue;
+        places.add(event(remote_event_name(target.device, stored)), static_cast<double>(bytes));
+      }
+    }
+  }
+
+  // Device-initiated traffic per GPU source line (or instruction), data object
+  // and direction as user events of the launching thread under the launch's
+  // calling context, one sample holding the sum: "[GPU line] a.cu:21 (kernel)
+  // device-initiated bytes loaded from GPU 1 (object: halo)". Contexts no
+  // such launch came from (the root: launch unknown) go to the main thread.
+  void add_remote_line_events() {
+    for (const auto& [key, bytes] : remote_lines_) {
+      const auto& [context, function, file, line, pc_offset, object, memory, stored] = key;
+      const auto launcher = launching_thread_.find(context);
+      thread_profile& host =
+          host_thread(launcher != launching_thread_.end() ? launcher->second : session_.pid);
+      const std::string kernel = runtime::demangled_kernel_name(function.data());
+      std::string name =
+          file.empty() ? fmt::format("[GPU instruction] {:#x} ({}) ", pc_offset, kernel)
+                       : fmt::format("[GPU line] {}:{} ({}) ", file, line, kernel);
+      name += remote_event_name(memory, stored);
+      if (!object.empty()) name += " (object: " + object + ")";
+      host.add_event(event(profile_name(name)), static_cast<double>(bytes), node_of(host, context));
+    }
+    remote_lines_.clear();
+  }
+
+  void add_kernel_samples(const gpu_activity& activity, std::uint32_t function) {
+    const runtime::gpu_kernel_samples& samples = *activity.samples;
+    const launch_events places = events_of_launch(activity, function);
     const auto add = [&](std::string_view name, double value) {
-      const std::uint32_t id = event(std::string{name});
-      stream.add_event(id, value, kernel_node);
-      if (host != nullptr) host->add_event(id, value, host_node);
+      places.add(event(std::string{name}), value);
     };
     add("GINST", samples.samples);
     for (std::size_t stall = 0; stall < runtime::gpu_stall_classes; ++stall)
@@ -504,6 +588,7 @@ class tau_backend final : public runtime::backend {
           it->second = function(profile_name(runtime::demangled_kernel_name(activity.name)), "TAU_GPU");
         add_device_interval(activity, it->second);
         if (activity.samples != nullptr) add_kernel_samples(activity, it->second);
+        if (activity.remote != nullptr) add_kernel_remote_traffic(activity, it->second);
         break;
       }
       case gpu_operation::memcpy: {
@@ -713,11 +798,17 @@ class tau_backend final : public runtime::backend {
   std::vector<std::pair<const name_info*, std::size_t>> metric_of_name_;    // by name_info::id
   std::unordered_map<const char*, std::uint32_t> kernel_functions_;      // by mangled name pointer
   // Instruction samples by (launch context, function, file, line, pc offset
-  // without line information), per stall class; and the thread each context's
-  // sampled launches came from.
+  // without line information), per stall class.
   using line_key = std::tuple<const context_node*, std::string_view, std::string_view, std::uint32_t,
                               std::uint64_t>;
   std::map<line_key, std::array<double, runtime::gpu_stall_classes>> sampled_lines_;
+  // Device-initiated traffic by (launch context, function, file, line, pc
+  // offset without line information, object name, memory reached, stored):
+  // bytes. Objects by name, so that memory is bounded by the code.
+  using remote_line_key = std::tuple<const context_node*, std::string_view, std::string_view,
+                                     std::uint32_t, std::uint64_t, std::string, std::int32_t, bool>;
+  std::map<remote_line_key, std::uint64_t> remote_lines_;
+  // The thread each context's sampled launches, or launches with device-initiated traffic, came from.
   std::unordered_map<const context_node*, std::uint64_t> launching_thread_;
 
   std::vector<std::unique_ptr<thread_profile>> threads_;
