@@ -24,21 +24,14 @@ void memory_ranges::released(std::uint64_t address) {
 }
 
 std::shared_ptr<const memory_ranges::table> memory_ranges::current() {
-  if (!tables_.empty() && tables_.back()->version == version_) return tables_.back();
+  if (current_ != nullptr && current_->version == version_) return current_;
   auto made = std::make_shared<table>();
   made->version = version_;
   made->ranges.reserve(ranges_.size());
   for (const auto& [begin, known] : ranges_)
     made->ranges.push_back(ferret_peer_range{begin, known.end, known.device, 0});
-  tables_.push_back(std::move(made));
-  if (tables_.size() > kept_versions) tables_.pop_front();
-  return tables_.back();
-}
-
-std::shared_ptr<const memory_ranges::table> memory_ranges::find(std::uint64_t version) const {
-  for (const auto& kept : tables_)
-    if (kept->version == version) return kept;
-  return nullptr;
+  current_ = std::move(made);
+  return current_;
 }
 
 }  // namespace ferret::compute_sanitizer

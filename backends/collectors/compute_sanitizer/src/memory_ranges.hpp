@@ -3,11 +3,10 @@
 // and mapped host memory, managed memory). The patch needs a sorted, disjoint
 // table on each device; the table changes with every allocation, and a
 // launch's counters name ranges by their index in the table it was given, so
-// tables are versioned and the last few are kept for decoding.
+// each version is an immutable table that a launch keeps until it is decoded.
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <memory>
 #include <vector>
@@ -24,10 +23,6 @@ class memory_ranges {
     std::vector<ferret_peer_range> ranges;
   };
 
-  /// Tables kept for decoding: a launch whose table is older than this many
-  /// changes is decoded without ranges (counted, see peer_access_decoder).
-  static constexpr std::size_t kept_versions = 8;
-
   /// An allocation of `bytes` at `address` in `device`'s memory
   /// (runtime::host_memory_device for host memory). An allocation overlapping known ones replaces them (the
   /// driver reuses addresses it was told are free).
@@ -37,8 +32,6 @@ class memory_ranges {
 
   /// The current table (made once per change); never null.
   std::shared_ptr<const table> current();
-  /// A kept table, or null when it is older than the kept ones.
-  std::shared_ptr<const table> find(std::uint64_t version) const;
 
   std::size_t size() const noexcept { return ranges_.size(); }
 
@@ -49,7 +42,7 @@ class memory_ranges {
   };
   std::map<std::uint64_t, range> ranges_;  // by begin
   std::uint64_t version_ = 1;
-  std::deque<std::shared_ptr<const table>> tables_;  // oldest first; the last is current when made
+  std::shared_ptr<const table> current_;  // made for version_, or older
 };
 
 }  // namespace ferret::compute_sanitizer

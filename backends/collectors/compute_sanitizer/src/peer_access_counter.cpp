@@ -64,6 +64,7 @@ bool look_up(void* library, const char* name, F& function) {
 }  // namespace
 
 struct peer_access_counter::device_table {
+  std::shared_ptr<const memory_ranges::table> ranges_on_host;
   std::uint64_t version;
   void* ranges;  // device memory (nullptr when the table is empty)
   std::uint32_t count;
@@ -89,6 +90,7 @@ struct peer_access_counter::launch_in_flight {
   context_state* context;
   std::uint32_t slot;
   std::uint64_t table_version;
+  std::shared_ptr<const memory_ranges::table> ranges;  // the table it was given, for decoding
   std::uint32_t device;
   std::uint64_t correlation;
 };
@@ -287,7 +289,7 @@ peer_access_counter::device_table* peer_access_counter::current_table(context_st
                                                                      api::stream_handle stream) {
   const std::shared_ptr<const memory_ranges::table> current = ranges_.current();
   if (!state.tables.empty() && state.tables.back().version == current->version) return &state.tables.back();
-  device_table made{current->version, nullptr, static_cast<std::uint32_t>(current->ranges.size())};
+  device_table made{current, current->version, nullptr, static_cast<std::uint32_t>(current->ranges.size())};
   if (!current->ranges.empty()) {
     const std::size_t bytes = current->ranges.size() * sizeof(ferret_peer_range);
     if (api_.alloc(state.context, &made.ranges, bytes) != api::success) return nullptr;
@@ -360,7 +362,7 @@ void peer_access_counter::on_launch_begin(const api::launch_data& launch) {
         functions_.add({pc, size, interned_names_.emplace(launch.function_name).first->c_str(), module->second});
     }
   }
-  launches_[correlation] = launch_in_flight{state, slot, table->version,
+  launches_[correlation] = launch_in_flight{state, slot, table->version, table->ranges_on_host,
                                             static_cast<std::uint32_t>(launch.device), correlation};
   ++launches_counted_;
 }
@@ -411,9 +413,8 @@ void peer_access_counter::collect(std::vector<runtime::gpu_activity>& activities
     std::lock_guard lock{mutex_};
     if (used) launch.context->dirty[launch.slot] = true;
     if (launch.context->destroyed) continue;
-    const std::shared_ptr<const memory_ranges::table> table = ranges_.find(launch.table_version);
     const std::size_t first = batches_.size();
-    decode_launch(counters.data(), counters.size(), lost, table.get(), launch.correlation, launch.device,
+    decode_launch(counters.data(), counters.size(), lost, *launch.ranges, launch.correlation, launch.device,
                   functions_, [this](const function_map::function& function, std::uint64_t offset) {
                     return line_of(function, offset);
                   },
@@ -479,7 +480,6 @@ void peer_access_counter::add_metadata(runtime::metadata_list& metadata) const {
   metadata.emplace_back("peer-accesses-lost-table-full", count(losses_.accesses_lost_table_full));
   metadata.emplace_back("peer-accesses-lost-key-overflow", count(losses_.accesses_lost_key_overflow));
   metadata.emplace_back("peer-accesses-in-no-range", count(losses_.accesses_in_no_range));
-  metadata.emplace_back("peer-accesses-without-ranges", count(losses_.accesses_without_ranges));
   metadata.emplace_back("peer-accesses-outside-functions", count(losses_.accesses_outside_functions));
   metadata.emplace_back("peer-access-bytes-spanning-objects", count(losses_.bytes_spanning_objects));
 }

@@ -33,7 +33,7 @@ runtime::memory_access access_of(std::uint32_t kind) {
 
 void decode_launch(const ferret_peer_counter* counters, std::size_t slots,
                    const std::uint64_t (&lost)[ferret_peer_loss_reasons],
-                   const memory_ranges::table* table, std::uint64_t correlation,
+                   const memory_ranges::table& table, std::uint64_t correlation,
                    std::uint32_t device, const function_map& functions,
                    const line_resolver& lines, const object_resolver& objects,
                    std::vector<runtime::gpu_remote_access_batch>& batches, decode_losses& losses) {
@@ -57,8 +57,8 @@ void decode_launch(const ferret_peer_counter* counters, std::size_t slots,
       losses.accesses_in_no_range += counter.accesses;
       continue;
     }
-    if (table == nullptr || range_plus_one > table->ranges.size()) {
-      losses.accesses_without_ranges += counter.accesses;
+    if (range_plus_one > table.ranges.size()) {  // only a corrupted counter
+      losses.accesses_in_no_range += counter.accesses;
       continue;
     }
     const std::uint64_t pc = ferret_peer_key_pc(counter.key);
@@ -75,7 +75,7 @@ void decode_launch(const ferret_peer_counter* counters, std::size_t slots,
     if (spans) losses.bytes_spanning_objects += counter.bytes;
     batch_of(function->name)
         .accesses.push_back({pc_offset, line.file, line.line,
-                             table->ranges[range_plus_one - 1].device,
+                             table.ranges[range_plus_one - 1].device,
                              access_of(ferret_peer_key_kind(counter.key)), object, counter.accesses,
                              counter.bytes});
   }

@@ -51,18 +51,16 @@ struct decode_losses {
   std::uint64_t accesses_lost_table_full = 0;   // the device table had no free counter
   std::uint64_t accesses_lost_key_overflow = 0; // an address too large to pack
   std::uint64_t accesses_in_no_range = 0;       // to memory the sanitizer never reported
-  std::uint64_t accesses_without_ranges = 0;    // the launch's range table was no longer kept
   std::uint64_t accesses_outside_functions = 0; // an instruction in no known function
   std::uint64_t bytes_spanning_objects = 0;     // one instruction's accesses in several objects
 };
 
 /// Appends to `batches` one batch per function of the launch's counters
 /// (correlation and device set on each), and adds what it could not
-/// attribute to `losses`. `table` is the range table the launch was given
-/// (nullptr: no longer kept).
+/// attribute to `losses`. `table` is the range table the launch was given.
 void decode_launch(const ferret_peer_counter* counters, std::size_t slots,
                    const std::uint64_t (&lost)[ferret_peer_loss_reasons],
-                   const memory_ranges::table* table, std::uint64_t correlation,
+                   const memory_ranges::table& table, std::uint64_t correlation,
                    std::uint32_t device, const function_map& functions,
                    const line_resolver& lines, const object_resolver& objects,
                    std::vector<runtime::gpu_remote_access_batch>& batches, decode_losses& losses);
