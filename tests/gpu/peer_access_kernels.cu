@@ -21,7 +21,7 @@
 
 #include "cuda_check.hpp"
 #include "ferret/runtime/backend.hpp"
-#include "json_text.hpp"
+#include "dump_json.hpp"
 
 namespace {
 
@@ -78,12 +78,8 @@ class peer_dump final : public ferret::runtime::backend {
   }
   void flush(const ferret::runtime::session_status& status) override {
     if (!status.final) return;
-    std::FILE* out = std::fopen(path_.c_str(), "w");
+    std::FILE* out = start_dump(path_, kernels_, "accesses");
     if (out == nullptr) return;
-    std::fprintf(out, "{\"kernels\": [\n");
-    for (std::size_t i = 0; i < kernels_.size(); ++i)
-      std::fprintf(out, "%s%s\n", kernels_[i].c_str(), i + 1 < kernels_.size() ? "," : "");
-    std::fprintf(out, "], \"accesses\": [\n");
     std::size_t written = 0;
     for (const auto& [key, totals] : rows_) {
       const auto& [context, function, line, device, target, access, object] = key;
@@ -94,15 +90,7 @@ class peer_dump final : public ferret::runtime::backend {
                    device, target, json_string(access).c_str(), json_string(object).c_str(),
                    static_cast<unsigned long long>(totals.first), static_cast<unsigned long long>(totals.second));
     }
-    std::fprintf(out, "], \"metadata\": {");
-    std::size_t index = 0;
-    for (const auto& [name, value] : *status.runtime_metadata) {
-      const auto* number = std::get_if<std::int64_t>(&value);
-      if (number == nullptr || (name.rfind("peer-", 0) != 0 && name.rfind("gpu-device-initiated", 0) != 0)) continue;
-      std::fprintf(out, "%s%s: %lld", index++ ? ", " : "", json_string(name).c_str(), static_cast<long long>(*number));
-    }
-    std::fprintf(out, "}}\n");
-    std::fclose(out);
+    finish_dump(out, *status.runtime_metadata, {"peer-", "gpu-device-initiated"});
   }
   void abandon() noexcept override {}
   std::string describe() const override { return "peer dump: " + path_; }

@@ -29,7 +29,7 @@
 #include <vector>
 
 #include "cuda_check.hpp"
-#include "json_text.hpp"
+#include "dump_json.hpp"
 #include "ferret/runtime/backend.hpp"
 
 namespace {
@@ -150,12 +150,8 @@ class stall_dump final : public ferret::runtime::backend {
   }
   void flush(const ferret::runtime::session_status& status) override {
     if (!status.final) return;
-    std::FILE* out = std::fopen(path_.c_str(), "w");
+    std::FILE* out = start_dump(path_, kernels_, "instructions");
     if (out == nullptr) return;
-    std::fprintf(out, "{\"kernels\": [\n");
-    for (std::size_t i = 0; i < kernels_.size(); ++i)
-      std::fprintf(out, "%s%s\n", kernels_[i].c_str(), i + 1 < kernels_.size() ? "," : "");
-    std::fprintf(out, "], \"instructions\": [\n");
     std::size_t written = 0;
     for (const auto& [key, samples] : lines_) {
       const auto& [context, function, file, line, pc, reason] = key;
@@ -166,18 +162,7 @@ class stall_dump final : public ferret::runtime::backend {
                    json_string(file).c_str(), line, static_cast<unsigned long long>(pc),
                    json_string(reason).c_str(), samples);
     }
-    std::fprintf(out, "], \"metadata\": {");
-    std::size_t index = 0;
-    for (const auto& [name, value] : *status.runtime_metadata) {
-      if (name.rfind("gpu-", 0) != 0 && name.rfind("cupti-", 0) != 0) continue;
-      std::string text;
-      if (const auto* number = std::get_if<std::int64_t>(&value)) text = std::to_string(*number);
-      else if (const auto* words = std::get_if<std::string>(&value)) text = json_string(*words);
-      else continue;
-      std::fprintf(out, "%s%s: %s", index++ ? ", " : "", json_string(name).c_str(), text.c_str());
-    }
-    std::fprintf(out, "}}\n");
-    std::fclose(out);
+    finish_dump(out, *status.runtime_metadata, {"gpu-", "cupti-"});
   }
   void abandon() noexcept override {}
   std::string describe() const override { return "stall dump: " + path_; }
