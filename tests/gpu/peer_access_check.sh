@@ -2,7 +2,8 @@
 # peer_access_check.sh BUILD WORK: device-initiated traffic
 # (FERRET_CUDA_PEER_ACCESSES, issue 29). First ferret's declarations of the
 # Compute Sanitizer API against the toolkit's headers (sanitizer_layouts.cpp,
-# compiled only); then BUILD/bin/gpu-test-peer-accesses counted, with its
+# compiled only) and the patch's counting called from an ordinary kernel
+# (gpu-test-peer-access-patch); then BUILD/bin/gpu-test-peer-accesses counted, with its
 # peer-dump backend and the summary, and peer_access_check.py compares the
 # counts with what the kernels do: exactly 4N bytes loaded from host memory at
 # the load's line and object, nothing for local accesses, and with two GPUs
@@ -40,6 +41,13 @@ echo "peer accesses: layouts match the toolkit's sanitizer headers"
 
 source "$here/carried_libraries.sh"
 use_carried_libraries "$build" "$work/libraries"
+
+# The patch's counting on the GPU, without the sanitizer.
+"$build/bin/gpu-test-peer-access-patch" | tee "$work/patch.log"
+if ((PIPESTATUS[0] != 0)); then
+  echo "peer accesses: FAILED: the patch's own test (above)"
+  exit 1
+fi
 
 rm -rf "$work"/peer*
 FERRET_CUDA_PEER_ACCESSES=1 CUDA_INJECTION64_PATH=$build/lib/libferret_cupti.so \

@@ -218,7 +218,7 @@ esac
   fi
   if [[ $peer_access_status != none ]]; then
     echo "tests/gpu/peer_access_check.sh: status $peer_access_status"
-    grep -E '^peer accesses: (FAILED|passed|skipped|layouts|one GPU|without)' "$work/peer_access_check.log"
+    grep -E '^peer access(es| patch): (FAILED|passed|skipped|layouts|one GPU|without)' "$work/peer_access_check.log"
   fi
   if [[ $benchmark_status != none ]]; then
     echo "benchmarks/cuda/run.sh: status $benchmark_status"
