@@ -558,11 +558,18 @@
                                                    el('span', {class: 'swatch', style: `background:${stallColors[k]}`}),
                                                    `${c.column} ${c.describe}`)));
   }
-  // A table of text cells as the summary prints them (gpu_sample_tables.cpp).
+  const byteUnits = {B: 1, KiB: 2 ** 10, MiB: 2 ** 20, GiB: 2 ** 30, TiB: 2 ** 40, PiB: 2 ** 50};
+  // A table of text cells as the summary prints them (gpu_sample_tables.cpp,
+  // remote_traffic_tables.cpp).
   function textTable(table, id) {
     const columns = table.header.map((title, k) => {
       const right = table.alignment[k] === 'r';
-      const number = (text) => (text === '-' ? -1 : parseFloat(text));
+      // "12", "62.5%", "7.5 KiB": sorted by value, byte units included.
+      const number = (text) => {
+        if (text === '-') return -1;
+        const [value, unit] = text.split(' ');
+        return parseFloat(value) * (byteUnits[unit] || 1);
+      };
       return {title, align: right ? 'r' : 'l', name: !right, cell: (r) => r[k], value: right ? (r) => number(r[k]) : (r) => r[k]};
     });
     return sortableTable(columns, table.rows, {id});
@@ -621,8 +628,11 @@
       }
       for (const line of remote.lines) linesEntry(line).remote.push(line);
     }
-    const entryWeight = (e) => (e.samples ? e.samples.samples : 0) * 1e12 + (e.remote ? e.remote.loaded + e.remote.stored : 0);
-    for (const list of gpuKernelsOf) list.sort((a, b) => entryWeight(b) - entryWeight(a));
+    // The most sampled kernels first, then those that moved the most bytes.
+    const kernelSamples = (e) => (e.samples ? e.samples.samples : 0);
+    const kernelBytes = (e) => (e.remote ? e.remote.loaded + e.remote.stored : 0);
+    for (const list of gpuKernelsOf)
+      list.sort((a, b) => kernelSamples(b) - kernelSamples(a) || kernelBytes(b) - kernelBytes(a));
     for (const lists of gpuLinesOf.values()) {
       lists.samples.sort((a, b) => b.samples - a.samples);
       lists.remote.sort((a, b) => b.loaded + b.stored - a.loaded - a.stored);
