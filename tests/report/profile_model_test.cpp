@@ -699,3 +699,22 @@ TEST_CASE("the report's data: device-initiated traffic per context, kernel and l
     CHECK(document["traffic"][1]["cells"].size() == 3);
   }
 }
+
+TEST_CASE("device-initiated traffic: rows grow with the code, not with the objects a run allocates") {
+  // A halo allocated anew in every one of 1000 steps (an automatic object: one
+  // name, a new id each time), each step's kernel loading it from GPU 1.
+  pf::profile_model model{ferret::testing::make_session(1)};
+  static const rt::context_node allocating{0, 0, nullptr, nullptr};
+  for (std::uint64_t step = 0; step < 1000; ++step) {
+    rt::data_object_info halo{100 + step, "cudaMalloc@solve/step", 0x1000, 4096, rt::memory_kind::device, 1};
+    halo.allocated_in = &allocating;
+    const rt::gpu_remote_access load{nullptr, 0, 1, rt::memory_access::load, "k", 0x10, "k.cu", 3,
+                                     halo.id, &halo, 1, 4};
+    model.add_remote_accesses(&load, 1);
+  }
+  model.finish(final_status(), 10);
+  REQUIRE(model.remote_lines().size() == 1);
+  CHECK(model.remote_lines()[0].object == "cudaMalloc@solve/step");
+  CHECK(model.remote_lines()[0].object_id == 100);
+  CHECK(model.remote_lines()[0].volume.loaded() == 4000);
+}

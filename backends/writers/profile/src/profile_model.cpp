@@ -755,6 +755,14 @@ std::uint32_t profile_model::text_index(const char* text) {
   return it->second;
 }
 
+// Texts that may not outlive the call (object names): by content only.
+std::uint32_t profile_model::string_index(std::string_view text) {
+  if (const auto it = text_of_string_.find(text); it != text_of_string_.end()) return it->second;
+  const auto index = static_cast<std::uint32_t>(text_of_string_.size());
+  text_of_string_.emplace(std::string{text}, index);
+  return index;
+}
+
 void profile_model::add_instruction_samples(const runtime::gpu_instruction_sample* samples,
                                             std::size_t count) {
   if (finished_) return;
@@ -880,10 +888,9 @@ void profile_model::add_remote_accesses(const runtime::gpu_remote_access* access
     const bool has_line = a.file != nullptr && a.file[0] != '\0' && a.line != 0;
     const std::int32_t target = end_of(a.target_device);
     data_object_totals* object = object_of(a.object_id, a.object);
-    const std::uint64_t object_id = object != nullptr ? object->id : 0;
     const auto key = std::make_tuple(node, text_index(a.function), text_index(has_line ? a.file : ""),
-                                     has_line ? a.line : 0U, has_line ? 0U : a.pc_offset, object_id,
-                                     a.device, target);
+                                     has_line ? a.line : 0U, has_line ? 0U : a.pc_offset,
+                                     string_index(object != nullptr ? object->name : ""), a.device, target);
     const auto [row, inserted] = remote_line_of_.try_emplace(key, remote_lines_.size());
     if (inserted) {
       remote_line line;
@@ -895,8 +902,10 @@ void profile_model::add_remote_accesses(const runtime::gpu_remote_access* access
       } else {
         line.pc_offset = a.pc_offset;
       }
-      line.object_id = object_id;
-      if (object != nullptr) line.object = object->name;
+      if (object != nullptr) {
+        line.object_id = object->id;
+        line.object = object->name;
+      }
       line.device = a.device;
       line.target = target;
       remote_lines_.push_back(std::move(line));
@@ -928,14 +937,14 @@ bool more_bytes(const remote_line& a, const remote_line& b) {
 
 std::vector<remote_line> profile_model::remote_lines_over_contexts() const {
   std::vector<remote_line> merged;
-  std::map<std::tuple<std::string_view, std::string_view, std::uint32_t, std::uint64_t, std::uint64_t,
+  std::map<std::tuple<std::string_view, std::string_view, std::uint32_t, std::uint64_t, std::string_view,
                       std::uint32_t, std::int32_t>,
            std::size_t>
       row_of;
   for (const remote_line& line : remote_lines_) {
     const auto [row, inserted] = row_of.try_emplace(
         std::make_tuple(std::string_view{line.function}, std::string_view{line.file}, line.line,
-                        line.pc_offset, line.object_id, line.device, line.target),
+                        line.pc_offset, std::string_view{line.object}, line.device, line.target),
         merged.size());
     if (inserted) {
       merged.push_back(line);

@@ -223,8 +223,8 @@ struct remote_line {
   std::string file;           // "" without line information
   std::uint32_t line = 0;
   std::uint64_t pc_offset = 0;  // the instruction, without line information; else 0
-  std::uint64_t object_id = 0;  // 0: in no data object ferret knows
-  std::string object;           // its name; "" when none
+  std::uint64_t object_id = 0;  // the first object of that name; 0: in none ferret knows
+  std::string object;           // its name; "" when none (rows are by name: see remote_line_of_)
   std::uint32_t device = 0;     // where the kernel ran
   std::int32_t target = -1;     // whose memory it reached: host_end for the host's
   remote_volume volume;
@@ -517,6 +517,7 @@ class profile_model {
   std::uint32_t context_of(const runtime::gpu_launch& launch);
   std::uint32_t launch_not_seen();
   std::uint32_t text_index(const char* text);
+  std::uint32_t string_index(std::string_view text);
   std::uint32_t node_of(const runtime::context_node* node);
   data_object_totals* object_of(std::uint64_t id, const runtime::data_object_info* info,
                                 bool registering = false);
@@ -591,9 +592,11 @@ class profile_model {
 
   // Device-initiated traffic: rows by (context, function, file, line, pc
   // offset, object, device, target), texts interned as for the samples.
+  // Objects by name, not id: a buffer allocated anew in every step is one
+  // row (its automatic name is its call path), so rows grow with the code.
   std::vector<remote_line> remote_lines_;
   std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t, std::uint32_t, std::uint64_t,
-                      std::uint64_t, std::uint32_t, std::int32_t>,
+                      std::uint32_t, std::uint32_t, std::int32_t>,
            std::size_t>
       remote_line_of_;
   remote_volume remote_total_;

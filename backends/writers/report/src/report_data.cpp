@@ -369,15 +369,15 @@ json device_initiated_json(const profile_model& model,
     return a->volume.total_bytes() > b->volume.total_bytes();
   });
   std::map<std::pair<std::uint32_t, std::string_view>, profile::remote_volume> kernels;
-  std::map<std::tuple<std::uint32_t, std::string_view, std::string, std::uint64_t, std::uint32_t, std::int32_t>,
+  std::map<std::tuple<std::uint32_t, std::string_view, std::string, std::string_view, std::uint32_t, std::int32_t>,
            profile::remote_line>
       shown_lines;
   for (const profile::remote_line* line : lines) {
     const std::uint32_t context = shown_context(line->context);
     kernels[{context, line->function}].merge(line->volume);
     const auto key = std::make_tuple(context, std::string_view{line->function},
-                                     profile::remote_line_location(*line), line->object_id, line->device,
-                                     line->target);
+                                     profile::remote_line_location(*line), std::string_view{line->object},
+                                     line->device, line->target);
     if (const auto it = shown_lines.find(key); it != shown_lines.end())
       it->second.volume.merge(line->volume);
     else if (shown_lines.size() < bounds.gpu_lines)
