@@ -730,6 +730,127 @@ TEST_CASE("without instruction samples the summary is what it was: the sampling 
   CHECK(std::find(without.begin(), without.end(), "Kernels") != without.end());
 }
 
+namespace {
+
+// --- device-initiated traffic (FERRET_CUDA_PEER_ACCESSES) ------------------------------
+
+rt::gpu_remote_access access_of(const rt::context_node* context, std::uint32_t device,
+                                std::int32_t target, rt::memory_access access, const char* function,
+                                std::uint64_t pc, const char* file, std::uint32_t line,
+                                const rt::data_object_info* object, std::uint64_t bytes) {
+  return rt::gpu_remote_access{context, device, target, access, function, pc, file, line,
+                               object != nullptr ? object->id : 0, object, bytes / 4, bytes};
+}
+
+void deliver(summary_run& run, const std::vector<rt::gpu_remote_access>& drain) {
+  run.backend().gpu_remote_accesses(drain.data(), drain.size());
+}
+
+// A stencil on GPU 0 that loads a halo on GPU 1 (two instructions of line 21,
+// from solve/step and from outside any region; a second drain adds to line
+// 21) and stores and atomically updates it (line 22); a reduction on GPU 1
+// without line information that loads and stores host memory; and traffic
+// whose launch the runtime did not find (the root).
+struct remote_run {
+  context_tree tree;
+  const rt::context_node* step_launch =
+      tree.api_call(tree.child(tree.child(tree.root(), "solve"), "step"), "cudaLaunchKernel");
+  const rt::context_node* top_launch = tree.api_call(tree.root(), "cudaLaunchKernel");
+  rt::data_object_info halo = object_info(5, "halo");
+  static constexpr const char* stencil = "_Z7stencilPKdPdi";
+  static constexpr const char* reduce = "_Z6reducePf";
+  static constexpr std::int32_t host = rt::host_memory_device;
+
+  void feed(summary_run& run) const {
+    using rt::memory_access;
+    deliver(run, {access_of(step_launch, 0, 1, memory_access::load, stencil, 0x80, "/src/s.cu", 21, &halo, 4096),
+                  access_of(step_launch, 0, 1, memory_access::load, stencil, 0x88, "/src/s.cu", 21, &halo, 512),
+                  access_of(top_launch, 0, 1, memory_access::load, stencil, 0x80, "/src/s.cu", 21, &halo, 2048),
+                  access_of(step_launch, 0, 1, memory_access::store, stencil, 0x90, "/src/s.cu", 22, &halo, 1024),
+                  access_of(step_launch, 0, 1, memory_access::atomic, stencil, 0x98, "/src/s.cu", 22, &halo, 64),
+                  access_of(step_launch, 1, host, memory_access::load, reduce, 0x1a0, nullptr, 0, nullptr, 100),
+                  access_of(step_launch, 1, host, memory_access::store, reduce, 0x1a0, nullptr, 0, nullptr, 200),
+                  access_of(tree.root(), 0, host, memory_access::load, stencil, 0xa0, nullptr, 0, nullptr, 8)});
+    deliver(run, {access_of(step_launch, 0, 1, memory_access::load, stencil, 0x80, "/src/s.cu", 21, &halo, 1024)});
+  }
+};
+
+}  // namespace
+
+TEST_CASE("device-initiated traffic: by kernel, line, object and device pair; by calling context") {
+  summary_run run;
+  const remote_run remote;
+  remote.feed(run);
+  const std::string report =
+      run.finish(0, {{"gpu-device-initiated-bytes", std::int64_t{9076}},
+                     {"gpu-device-initiated-bytes-without-launch", std::int64_t{8}}});
+  INFO(report);
+  lines body = section(report, "Device-initiated traffic");
+  REQUIRE(body.size() > 2);
+  // 4096 + 512 + 2048 + 1024 + 100 + 8 loaded; 1024 + 64 + 200 stored.
+  CHECK(body[0] == "  7.6 KiB loaded, 1.3 KiB stored (64 B of it by atomics), 2269 accesses; 8 B from "
+                   "launches not seen");
+  CHECK(body[1] == "  ← loads (bytes from the memory's device to the kernel's), → stores and atomics; "
+                   "+0x…: an instruction of a kernel without line information");
+  body.erase(body.begin(), body.begin() + 2);
+  CHECK(texts(body.front()) == std::vector<std::string>{"loaded", "stored", "accesses", "devices",
+                                                        "line", "object", "kernel"});
+  check_aligned(body, "rrrllll");
+  const std::string stencil_name = "stencil(double const*, double*, int)";
+  CHECK(rows(body) == std::vector<std::vector<std::string>>{
+                          {"7.5 KiB", "-", "1920", "GPU 0 ← GPU 1", "/src/s.cu:21", "halo", stencil_name},
+                          {"-", "1.1 KiB", "272", "GPU 0 → GPU 1", "/src/s.cu:22", "halo", stencil_name},
+                          {"100 B", "200 B", "75", "GPU 1 ↔ host", "+0x1a0", "-", "reduce(float*)"},
+                          {"8 B", "-", "2", "GPU 0 ← host", "+0xa0", "-", stencil_name},
+                      });
+
+  const lines contexts = section(report, "Device-initiated traffic by calling context");
+  REQUIRE(!contexts.empty());
+  CHECK(texts(contexts.front()) ==
+        std::vector<std::string>{"loaded", "stored", "accesses", "kernel", "context"});
+  check_aligned(contexts, "rrrll");
+  CHECK(rows(contexts) == std::vector<std::vector<std::string>>{
+                              {"5.5 KiB", "1.1 KiB", "1680", stencil_name, "solve/step"},
+                              {"2.0 KiB", "-", "512", stencil_name, "(no region)"},
+                              {"100 B", "200 B", "75", "reduce(float*)", "solve/step"},
+                              {"8 B", "-", "2", stencil_name, "(launch not seen)"},
+                          });
+
+  // Beside the copies' matrix, over the same ends: a load counts from the
+  // memory's device to the kernel's, a store or an atomic the other way.
+  const lines matrix = section(report, "Device-initiated bytes (kernels' loads and stores)");
+  REQUIRE(!matrix.empty());
+  CHECK(texts(matrix.front()) == std::vector<std::string>{"from \\ to", "host", "GPU 0", "GPU 1"});
+  check_aligned(matrix, "lrrr");
+  CHECK(rows(matrix) == std::vector<std::vector<std::string>>{
+                            {"host", "-", "8 B", "100 B"},
+                            {"GPU 0", "-", "-", "1.1 KiB"},
+                            {"GPU 1", "200 B", "7.5 KiB", "-"},
+                        });
+  CHECK(headings(report) ==
+        std::vector<std::string>{"Device-initiated bytes (kernels' loads and stores)",
+                                 "Device-initiated traffic", "Device-initiated traffic by calling context",
+                                 "Data objects", "Losses: 8 gpu-device-initiated-bytes-without-launch"});
+}
+
+TEST_CASE("device-initiated traffic: the top 20 rows, the rest summed in one line") {
+  summary_run run;
+  context_tree tree;
+  const rt::context_node* launch_call = tree.api_call(tree.root(), "cudaLaunchKernel");
+  std::vector<rt::gpu_remote_access> drain;
+  for (std::uint32_t line = 1; line <= 23; ++line)
+    drain.push_back(access_of(launch_call, 0, 1, rt::memory_access::load, "k", line * 16, "k.cu", line,
+                              nullptr, 4 * line));
+  deliver(run, drain);
+  const lines body = section(run.finish(), "Device-initiated traffic");
+  const auto table = rows(lines(body.begin() + 2, body.end()));
+  REQUIRE(table.size() == 20);
+  CHECK(table.front()[4] == "k.cu:23");
+  CHECK(table.back()[4] == "k.cu:4");
+  // Lines 1 to 3: 4 + 8 + 12 bytes, one access each per 4 bytes.
+  CHECK(body.back() == "  … 3 more rows: 24 B loaded, 0 B stored, 6 accesses");
+}
+
 TEST_CASE("copies per direction, and the bytes between host and devices") {
   summary_run run;
   const auto anywhere = launch_not_seen;

@@ -214,6 +214,7 @@ def compare_with_summary(dom, summary, gpu):
             contains_row(kernels, wanted, 5, 'kernel ' + wanted[-1][:40])
 
     compare_gpu_samples(dom, summary)
+    compare_device_initiated(dom, summary)
 
     copies = summary_section(summary, 'Copies')
     check(table_rows(by_id(dom, 'system-copies')) == copies[1:], f'copies by direction: {copies[1:]}')
@@ -289,6 +290,87 @@ def compare_gpu_samples(dom, summary):
         for wanted in wanted_rows[1:]:
             contains_row(table_rows(table), wanted, names or [columns - 2, columns - 1],
                          f'{heading}: ' + ' '.join(wanted)[:60])
+
+
+def compare_device_initiated(dom, summary):
+    """Device-initiated traffic: the page has the summary's totals line and tables."""
+    lines = summary_lines(summary, 'Device-initiated traffic')
+    totals = by_id(dom, 'code-remote-totals')
+    if not lines:
+        check(totals is None, 'no device-initiated section without device-initiated traffic')
+        return
+    check(totals is not None and totals.text() == lines[0], f'device-initiated totals {lines[0]}')
+    for heading, table_id, skip in (('Device-initiated traffic', 'code-remote-lines', 2),
+                                    ('Device-initiated traffic by calling context', 'code-remote-contexts', 0)):
+        wanted_rows = summary_section(summary, heading)[skip:]
+        check(len(wanted_rows) > 1, f'the summary has "{heading}"')
+        table = by_id(dom, table_id)
+        check(table_header(table) == wanted_rows[0], f'{table_id} has the summary\'s columns')
+        columns = len(wanted_rows[0])
+        for wanted in wanted_rows[1:]:
+            contains_row(table_rows(table), wanted, list(range(4, columns)) if skip else [columns - 2, columns - 1],
+                         f'{heading}: ' + ' '.join(wanted)[:60])
+
+
+def check_device_initiated_views(chromium, page, summary, profile):
+    """The system view's matrix of the kernels' own traffic and its dashed edges,
+    the code view's DI columns and rows under the launching call, the object view."""
+    matrix = summary_section(summary, "Device-initiated bytes (kernels' loads and stores)")
+    check(len(matrix) > 1, 'the summary has the device-initiated matrix')
+    system = dump_dom(chromium, page, 'system/device-initiated', profile)
+    table = by_id(system, 'system-matrix')
+    check(table_header(table) == matrix[0] and table_rows(table) == matrix[1:],
+          f'device-initiated matrix {matrix[1:]} == {table_rows(table)}')
+    graph = by_id(system, 'system-graph')
+    edges = {}
+    for path in graph.find_all('path') if graph is not None else []:
+        if 'data-matrix' in path.attributes:
+            edges[(path.attributes['data-matrix'], path.attributes['data-from'], path.attributes['data-to'])] = path
+    labels = {(t.attributes['data-matrix'], t.attributes['data-from'], t.attributes['data-to']): t.text()
+              for t in (graph.find_all('text') if graph is not None else []) if 'data-matrix' in t.attributes}
+    ends = {'host': '-1', **{f'GPU {n}': str(n) for n in range(16)}}
+    wanted = {}
+    for row in matrix[1:]:
+        for column, cell in zip(matrix[0][1:], row[1:]):
+            if cell != '-' and row[0] != column:
+                wanted[(ends[row[0]], ends[column])] = cell
+    shown = {(f, t): labels.get(('device-initiated', f, t)) for (m, f, t) in edges if m == 'device-initiated'}
+    check(shown == wanted, f'device-initiated edges {wanted} drawn as {shown}')
+    check(all(path.attributes.get('stroke-dasharray') for (m, _, _), path in edges.items() if m == 'device-initiated')
+          and not any(path.attributes.get('stroke-dasharray') for (m, _, _), path in edges.items() if m == 'copies')
+          and any(m == 'copies' for (m, _, _) in edges),
+          'device-initiated edges dashed beside the solid copies')
+
+    code = dump_dom(chromium, page, 'code', profile)
+    tree = by_id(code, 'code-tree')
+    header = table_header(tree)
+    check('DI loaded' in header and 'DI stored' in header, f'the tree has DI columns: {header}')
+    if 'DI loaded' not in header:
+        return
+    loaded, stored = header.index('DI loaded'), header.index('DI stored')
+    launch = [row for row in tree.find_all('tr') if row.attributes.get('data-path') == 'main/solve/step/cudaLaunchKernel']
+    context = launch[0].attributes.get('data-context') if launch else None
+    rows = {}
+    for row in tree.find_all('tr'):
+        if row.attributes.get('data-gpu-context') == context:
+            cells = [c.text().strip() for c in row.children if isinstance(c, Element) and c.tag == 'td']
+            rows[(row.attributes.get('class'), row.attributes.get('data-gpu-kernel'),
+                  row.attributes.get('data-gpu-location'), row.attributes.get('data-gpu-devices'))] = cells
+    stencil = 'stencil(double const*, double*, int)'
+    kernel = rows.get(('gpu-kernel', stencil, None, None))
+    check(kernel is not None and kernel[loaded] == '4.0 MiB' and kernel[stored] == '256.0 KiB',
+          f'the stencil\'s device-initiated bytes under its launch: {kernel}')
+    line = rows.get(('gpu-remote', stencil, '/src/solver/stencil.cu:44', 'GPU 0 ← GPU 1'))
+    check(line is not None and line[1] == 'stencil.cu:44' and line[loaded] == '4.0 MiB' and line[stored] == '-'
+          and 'halo on GPU 1' in line[0], f'line 44 loads the halo from GPU 1: {line}')
+    host = rows.get(('gpu-remote', 'plain_c_kernel', '+0x1c0', 'GPU 1 ← host'))
+    check(host is not None and host[loaded] == '64.0 KiB', f'host memory read without line information: {host}')
+    check(launch and launch[0].find_all('td')[loaded].text().strip() == '4.1 MiB',
+          'the launching context\'s DI loaded (its kernels together)')
+
+    selected = dump_dom(chromium, page, 'objects/2', profile)
+    rows = table_rows(by_id(selected, 'object-device-initiated'))
+    check(rows == [['GPU 1 → GPU 0', '-', '4.0 KiB', '512']], f'the device grid\'s device-initiated traffic: {rows}')
 
 
 def check_gpu_tree(dom):
@@ -409,6 +491,7 @@ def main():
                 f'the contexts that moved the device grid: {contexts}')
             flows = table_rows(by_id(selected, 'object-flows'))
             check(['in', 'HtoD', 'host', 'GPU 0', '4.0 MiB', '1'] in flows, f'flows of the device grid: {flows}')
+            check_device_initiated_views(chromium, page, summary, profile)
 
     shots = os.path.join(work, 'screenshots')
     result = subprocess.run([options.screenshots, page, shots, '1400x1000', *views],

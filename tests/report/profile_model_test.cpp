@@ -568,3 +568,153 @@ TEST_CASE("the report's data: instruction samples per context, kernel and line, 
     CHECK(kernel_row["utilization_shown"] == "25.0%");
   }
 }
+
+namespace {
+
+// Device-initiated traffic: kernel k on GPU 0 (launched in solve) loads object
+// 7 on GPU 1 at two instructions of line 3, stores and atomically updates it
+// at line 4, and reads host memory in no known object; object 9 was never
+// registered (known by id only). A second drain adds to line 3 and repeats
+// an instruction of line 4 from another pointer to the same file name.
+struct remote_model {
+  pf::profile_model model{ferret::testing::make_session(1)};
+  ferret::testing::name_table names;
+  launch_contexts tree;
+  const rt::context_node* solve = tree.child(tree.root(), names.add("solve"));
+  const rt::context_node* launch_call = tree.child(solve, names.add("cudaLaunchKernel", "cuda"));
+  const rt::data_object_info halo{7, "halo", 0x1000, 4096, rt::memory_kind::device, 1};
+
+  static rt::gpu_remote_access at(const rt::context_node* context, std::int32_t target,
+                                  rt::memory_access access, std::uint64_t pc, const char* file,
+                                  std::uint32_t line, std::uint64_t object_id,
+                                  const rt::data_object_info* object, std::uint64_t bytes) {
+    return {context, 0, target, access, "k", pc, file, line, object_id, object, bytes / 4, bytes};
+  }
+
+  remote_model() {
+    using rt::memory_access;
+    const std::vector<rt::gpu_remote_access> first{
+        at(launch_call, 1, memory_access::load, 0x10, "k.cu", 3, 7, &halo, 1024),
+        at(launch_call, 1, memory_access::load, 0x18, "k.cu", 3, 7, &halo, 512),
+        at(launch_call, 1, memory_access::store, 0x20, "k.cu", 4, 7, &halo, 256),
+        at(launch_call, 1, memory_access::atomic, 0x28, "k.cu", 4, 7, &halo, 16),
+        at(launch_call, rt::host_memory_device, memory_access::load, 0x30, nullptr, 0, 0, nullptr, 8),
+        at(tree.root(), 1, memory_access::store, 0x40, nullptr, 0, 9, nullptr, 64),
+        at(launch_call, 1, memory_access::load, 0x50, "k.cu", 5, 0, nullptr, 0)};  // nothing: no row
+    static const std::string same_file = "k.cu";
+    const std::vector<rt::gpu_remote_access> second{
+        at(launch_call, 1, memory_access::load, 0x10, "k.cu", 3, 7, &halo, 2048),
+        at(launch_call, 1, memory_access::store, 0x20, same_file.c_str(), 4, 7, &halo, 256)};
+    model.add_remote_accesses(first.data(), first.size());
+    model.add_remote_accesses(second.data(), second.size());
+  }
+};
+
+}  // namespace
+
+TEST_CASE("device-initiated traffic: per context, kernel, line, object and device pair; drains add up") {
+  remote_model run;
+  run.model.finish(final_status(), 10);
+  const pf::profile_model& model = run.model;
+  const std::uint32_t launch_node = node_at(model, "solve/cudaLaunchKernel");
+  const std::uint32_t not_seen = node_at(model, "(launch not seen)");
+  // Line 3's two instructions are one row, line 4's store and atomic another.
+  REQUIRE(model.remote_lines().size() == 4);
+  const pf::remote_line& line_3 = model.remote_lines()[0];
+  CHECK(line_3.context == launch_node);
+  CHECK(line_3.line == 3);
+  CHECK(line_3.object == "halo");
+  CHECK(line_3.device == 0);
+  CHECK(line_3.target == 1);
+  CHECK(line_3.volume.loaded() == 1024 + 512 + 2048);
+  CHECK(line_3.volume.total_accesses() == (1024 + 512 + 2048) / 4);
+  const pf::remote_line& line_4 = model.remote_lines()[1];
+  CHECK(line_4.volume.stored() == 256 + 16 + 256);
+  CHECK(line_4.volume.bytes[static_cast<std::size_t>(rt::memory_access::atomic)] == 16);
+  const pf::remote_line& host = model.remote_lines()[2];
+  CHECK(host.target == pf::host_end);
+  CHECK(!host.has_line());
+  CHECK(host.pc_offset == 0x30);
+  CHECK(host.object.empty());
+  const pf::remote_line& unknown = model.remote_lines()[3];
+  CHECK(unknown.context == not_seen);
+  CHECK(unknown.object == "data object 9");
+  // The matrix: loads from the memory's device, stores and atomics to it.
+  const auto& cells = model.traffic()[pf::device_initiated_matrix].cells;
+  CHECK(cells.size() == 3);
+  CHECK(cells.at({1, 0}).bytes == 1024 + 512 + 2048);
+  CHECK(cells.at({0, 1}).bytes == 256 + 16 + 256 + 64);
+  CHECK(cells.at({pf::host_end, 0}).bytes == 8);
+  CHECK(model.traffic()[pf::copies_matrix].cells.empty());
+  CHECK(model.ends() == std::vector<std::int32_t>{pf::host_end, 0, 1});
+  // The objects, by (kernel's device, memory's device).
+  const auto& halo = model.objects().at(7).device_initiated.at({0, 1});
+  CHECK(halo.loaded() == 1024 + 512 + 2048);
+  CHECK(halo.stored() == 256 + 16 + 256);
+  CHECK(model.objects().at(9).device_initiated.at({0, 1}).stored() == 64);
+  CHECK(model.remote_total().total_bytes() == 1024 + 512 + 2048 + 256 + 16 + 256 + 8 + 64);
+  const auto rows = model.remote_by_region_path();
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0].path == "solve");
+  CHECK(rows[0].volume.total_bytes() == 1024 + 512 + 2048 + 256 + 16 + 256 + 8);
+  CHECK(rows[1].path == "(launch not seen)");
+}
+
+TEST_CASE("the report's data: device-initiated traffic per context, kernel and line; objects by device pair") {
+  SUBCASE("none without") {
+    pf::profile_model model{ferret::testing::make_session(1)};
+    model.finish(final_status(), 10);
+    const auto document = nlohmann::json::parse(ferret::report::report_data(model));
+    CHECK(document["device_initiated"].is_null());
+    CHECK(document["traffic"][1]["name"] == "device-initiated");
+    CHECK(document["traffic"][1]["cells"].empty());
+  }
+  SUBCASE("with traffic") {
+    remote_model run;
+    run.model.finish(final_status(), 10);
+    ferret::report::limits bounds;
+    bounds.contexts = 2;  // the root and solve: the launch's traffic goes to solve
+    bounds.remote_rows = 2;
+    const auto document = nlohmann::json::parse(ferret::report::report_data(run.model, bounds));
+    const auto& remote = document["device_initiated"];
+    REQUIRE(remote.is_object());
+    REQUIRE(remote["kernels"].size() == 2);  // k under the root (launch not seen) and under solve
+    const auto& k = remote["kernels"][1];
+    CHECK(k["context"] == 1);
+    CHECK(k["loaded"] == 1024 + 512 + 2048 + 8);
+    CHECK(k["stored"] == 256 + 16 + 256);
+    REQUIRE(remote["lines"].size() == 4);
+    CHECK(remote["by_line"]["rows"].size() == 2);
+    CHECK(remote["by_line"]["total"] == 4);
+    CHECK(remote["by_line"]["rows"][0] ==
+          nlohmann::json::array({"3.5 KiB", "-", "896", "GPU 0 ← GPU 1", "k.cu:3", "halo", "k"}));
+    CHECK(remote["by_line"]["rest"] == "8 B loaded, 64 B stored, 18 accesses");
+    CHECK(remote["by_context"]["rest"] == "");
+    const auto halo = std::find_if(document["objects"].begin(), document["objects"].end(),
+                                   [](const auto& object) { return object["id"] == 7; });
+    REQUIRE(halo != document["objects"].end());
+    CHECK((*halo)["device_initiated"] ==
+          nlohmann::json::parse(R"([{"devices":"GPU 0 ↔ GPU 1","device":0,"target":1,
+                                     "loaded":3584,"stored":528,"accesses":1028}])"));
+    CHECK(document["traffic"][1]["cells"].size() == 3);
+  }
+}
+
+TEST_CASE("device-initiated traffic: rows grow with the code, not with the objects a run allocates") {
+  // A halo allocated anew in every one of 1000 steps (an automatic object: one
+  // name, a new id each time), each step's kernel loading it from GPU 1.
+  pf::profile_model model{ferret::testing::make_session(1)};
+  static const rt::context_node allocating{0, 0, nullptr, nullptr};
+  for (std::uint64_t step = 0; step < 1000; ++step) {
+    rt::data_object_info halo{100 + step, "cudaMalloc@solve/step", 0x1000, 4096, rt::memory_kind::device, 1};
+    halo.allocated_in = &allocating;
+    const rt::gpu_remote_access load{nullptr, 0, 1, rt::memory_access::load, "k", 0x10, "k.cu", 3,
+                                     halo.id, &halo, 1, 4};
+    model.add_remote_accesses(&load, 1);
+  }
+  model.finish(final_status(), 10);
+  REQUIRE(model.remote_lines().size() == 1);
+  CHECK(model.remote_lines()[0].object == "cudaMalloc@solve/step");
+  CHECK(model.remote_lines()[0].object_id == 100);
+  CHECK(model.remote_lines()[0].volume.loaded() == 4000);
+}

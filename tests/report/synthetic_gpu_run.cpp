@@ -3,7 +3,10 @@
 // calls inside them, kernels on several streams, copies in every direction,
 // memsets, allocations, data objects (named, automatic, and with hostile
 // names), instruction samples (PC sampling: by line, without line
-// information, shared among launches in fractions over two drains), losses
+// information, shared among launches in fractions over two drains),
+// device-initiated traffic (a kernel's loads and stores to the other GPU's
+// halo, host memory read without line information, an atomic whose launch
+// was not seen; two drains), losses
 // and unrecorded API calls — and writes DIRECTORY/synthetic.html
 // and DIRECTORY/synthetic-summary.txt, for the browser test to compare.
 // No GPU is needed: this is what the collectors would hand over.
@@ -285,6 +288,26 @@ int main(int argc, char** argv) {
   const std::vector<rt::gpu_instruction_sample> second_samples{
       at(step_launch, "_Z7stencilPKdPdi", 0x80, stencil_file, 42, long_scoreboard, 49.25)};
 
+  // Device-initiated traffic: the stencil on GPU 0 loads and stores the halo
+  // on GPU 1 (lines 44 and 45; a later drain adds to line 44), the plain C
+  // kernel on GPU 1 reads the host grid, and an atomic update of the device
+  // grid from GPU 1 whose launch the runtime did not find.
+  const auto reached = [](const rt::context_node* where, std::uint32_t device, std::int32_t target,
+                          rt::memory_access access, const char* function, std::uint64_t pc, const char* file,
+                          std::uint32_t line, const rt::data_object_info& object, std::uint64_t bytes) {
+    return rt::gpu_remote_access{where, device, target, access, function, pc, file, line,
+                                 object.id, &object, bytes / 8, bytes};
+  };
+  const std::vector<rt::gpu_remote_access> first_remote{
+      reached(step_launch, 0, 1, rt::memory_access::load, "_Z7stencilPKdPdi", 0x90, stencil_file, 44, peer_grid, 3 * MiB),
+      reached(step_launch, 0, 1, rt::memory_access::store, "_Z7stencilPKdPdi", 0xa0, stencil_file, 45, peer_grid,
+              256 * 1024),
+      reached(step_launch, 1, rt::host_memory_device, rt::memory_access::load, "plain_c_kernel", 0x1c0, nullptr, 0,
+              grid, 64 * 1024),
+      reached(tree.root(), 1, 0, rt::memory_access::atomic, "plain_c_kernel", 0x1d0, nullptr, 0, device_grid, 4096)};
+  const std::vector<rt::gpu_remote_access> second_remote{
+      reached(step_launch, 0, 1, rt::memory_access::load, "_Z7stencilPKdPdi", 0x90, stencil_file, 44, peer_grid, MiB)};
+
   std::vector<gpu_activity> second_drain;
   for (int i = 0; i < 6; ++i) {
     const std::int64_t start = 6 * ms + i * 2 * ms;
@@ -330,6 +353,8 @@ int main(int argc, char** argv) {
       {"gpu-pc-samples-dropped", std::int64_t{12}},
       {"gpu-pc-samples-non-user", std::int64_t{30}},
       {"gpu-instruction-samples-without-launch", std::int64_t{9}},
+      {"gpu-device-initiated-bytes", std::int64_t{4 * MiB + 256 * 1024 + 64 * 1024 + 4096}},
+      {"gpu-device-initiated-bytes-without-launch", std::int64_t{4096}},
       {"cuda-api-unrecorded:cudaGetDevice", std::int64_t{4096}},
       {"cuda-api-unrecorded:cudaPeekAtLastError", std::int64_t{17}},
       {"level-zero-api-unrecorded:zeDeviceGet", std::int64_t{3}},
@@ -352,8 +377,10 @@ int main(int argc, char** argv) {
     backend->gpu_device(gpu1);
     backend->gpu_activities(first_drain.data(), first_drain.size());
     backend->gpu_instruction_samples(first_samples.data(), first_samples.size());
+    backend->gpu_remote_accesses(first_remote.data(), first_remote.size());
     backend->gpu_activities(second_drain.data(), second_drain.size());
     backend->gpu_instruction_samples(second_samples.data(), second_samples.size());
+    backend->gpu_remote_accesses(second_remote.data(), second_remote.size());
     backend->data_object(rt::data_object_event{39 * ms, rt::data_object_change::unregistered, main_tid, &peer_grid});
     backend->flush(rt::session_status{&runtime_metadata, &user_metadata, 1000, 5, true});
   }

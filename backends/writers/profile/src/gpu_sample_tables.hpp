@@ -34,6 +34,7 @@ struct text_rows {
   std::string alignment;
   std::vector<std::vector<std::string>> rows;
   std::size_t total = 0;
+  std::string rest;  // what the rows left out add up to, where a table sums them; else ""
 };
 
 /// "GPU instructions by source line": the `limit` lines (over all calling

@@ -42,6 +42,9 @@ class profile_backend : public runtime::backend {
                                std::size_t count) final {
     if (!done_) model_.add_instruction_samples(samples, count);
   }
+  void gpu_remote_accesses(const runtime::gpu_remote_access* accesses, std::size_t count) final {
+    if (!done_) model_.add_remote_accesses(accesses, count);
+  }
   void communication(const runtime::communication_event* events, std::size_t count) final {
     if (!done_) model_.add_communication(events, count);
   }

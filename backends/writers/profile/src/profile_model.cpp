@@ -79,6 +79,22 @@ void kernel_totals::merge(const kernel_totals& other) noexcept {
   expected_samples += other.expected_samples;
 }
 
+void remote_volume::add(runtime::memory_access access, std::uint64_t more_bytes,
+                        std::uint64_t more_accesses) noexcept {
+  // A value from a newer collector counts as a store: its bytes went to the memory.
+  auto index = static_cast<std::size_t>(access);
+  if (index >= access_kinds) index = static_cast<std::size_t>(runtime::memory_access::store);
+  bytes[index] += more_bytes;
+  accesses[index] += more_accesses;
+}
+
+void remote_volume::merge(const remote_volume& other) noexcept {
+  for (std::size_t i = 0; i < access_kinds; ++i) {
+    bytes[i] += other.bytes[i];
+    accesses[i] += other.accesses[i];
+  }
+}
+
 std::uint64_t data_object_totals::moved() const noexcept {
   std::uint64_t total = memsets.bytes;
   for (const std::uint64_t kind_bytes : copied) total += kind_bytes;
@@ -561,7 +577,7 @@ void profile_model::add_copy(const gpu_activity& copy, std::uint32_t node) {
   device(copy.device).copies[kind].add(copy.bytes, ns);
   const std::int32_t from = end_of(copy.source_device);
   const std::int32_t to = end_of(copy.destination_device);
-  traffic_.front().cells[{from, to}].add(copy.bytes);
+  traffic_[copies_matrix].cells[{from, to}].add(copy.bytes);
   context_traffic_[{node, from, to}].add(copy.bytes);
   data_object_totals* source = object_of(copy.source_object_id, copy.source_object);
   data_object_totals* destination = object_of(copy.destination_object_id, copy.destination_object);
@@ -739,6 +755,14 @@ std::uint32_t profile_model::text_index(const char* text) {
   return it->second;
 }
 
+// Texts that may not outlive the call (object names): by content only.
+std::uint32_t profile_model::string_index(std::string_view text) {
+  if (const auto it = text_of_string_.find(text); it != text_of_string_.end()) return it->second;
+  const auto index = static_cast<std::uint32_t>(text_of_string_.size());
+  text_of_string_.emplace(std::string{text}, index);
+  return index;
+}
+
 void profile_model::add_instruction_samples(const runtime::gpu_instruction_sample* samples,
                                             std::size_t count) {
   if (finished_) return;
@@ -847,6 +871,113 @@ profile_model::sampling_totals profile_model::sampling() const {
     else if (key == "gpu-pc-samples-non-user") totals.non_user = *number;
   }
   return totals;
+}
+
+// --- device-initiated traffic --------------------------------------------------------
+
+void profile_model::add_remote_accesses(const runtime::gpu_remote_access* accesses,
+                                        std::size_t count) {
+  if (finished_) return;
+  for (std::size_t i = 0; i < count; ++i) {
+    const runtime::gpu_remote_access& a = accesses[i];
+    if (a.bytes == 0 && a.accesses == 0) continue;
+    // The runtime gives the root the traffic of launches it did not find.
+    const std::uint32_t node = a.context == nullptr || a.context->name == nullptr
+                                   ? launch_not_seen()
+                                   : node_of(a.context);
+    const bool has_line = a.file != nullptr && a.file[0] != '\0' && a.line != 0;
+    const std::int32_t target = end_of(a.target_device);
+    data_object_totals* object = object_of(a.object_id, a.object);
+    const auto key = std::make_tuple(node, text_index(a.function), text_index(has_line ? a.file : ""),
+                                     has_line ? a.line : 0U, has_line ? 0U : a.pc_offset,
+                                     string_index(object != nullptr ? object->name : ""), a.device, target);
+    const auto [row, inserted] = remote_line_of_.try_emplace(key, remote_lines_.size());
+    if (inserted) {
+      remote_line line;
+      line.context = node;
+      line.function = a.function != nullptr ? a.function : "";
+      if (has_line) {
+        line.file = a.file;
+        line.line = a.line;
+      } else {
+        line.pc_offset = a.pc_offset;
+      }
+      if (object != nullptr) {
+        line.object_id = object->id;
+        line.object = object->name;
+      }
+      line.device = a.device;
+      line.target = target;
+      remote_lines_.push_back(std::move(line));
+    }
+    remote_lines_[row->second].volume.add(a.access, a.bytes, a.accesses);
+    remote_total_.add(a.access, a.bytes, a.accesses);
+    if (object != nullptr) object->device_initiated[{a.device, target}].add(a.access, a.bytes, a.accesses);
+    // The matrix: a load's bytes come from the memory's device, the others' go to it.
+    const auto device = static_cast<std::int32_t>(a.device);
+    const bool load = a.access == runtime::memory_access::load;
+    volume& cell = traffic_[device_initiated_matrix].cells[load ? std::make_pair(target, device) : std::make_pair(device, target)];
+    cell.bytes += a.bytes;
+    cell.operations += a.accesses;
+  }
+}
+
+namespace {
+
+// Most bytes first; ties in a fixed order of their names.
+bool more_bytes(const remote_line& a, const remote_line& b) {
+  if (a.volume.total_bytes() != b.volume.total_bytes())
+    return a.volume.total_bytes() > b.volume.total_bytes();
+  return std::tie(a.function, a.file, a.line, a.pc_offset, a.object, a.object_id, a.device, a.target,
+                  a.context) < std::tie(b.function, b.file, b.line, b.pc_offset, b.object,
+                                        b.object_id, b.device, b.target, b.context);
+}
+
+}  // namespace
+
+std::vector<remote_line> profile_model::remote_lines_over_contexts() const {
+  std::vector<remote_line> merged;
+  std::map<std::tuple<std::string_view, std::string_view, std::uint32_t, std::uint64_t, std::string_view,
+                      std::uint32_t, std::int32_t>,
+           std::size_t>
+      row_of;
+  for (const remote_line& line : remote_lines_) {
+    const auto [row, inserted] = row_of.try_emplace(
+        std::make_tuple(std::string_view{line.function}, std::string_view{line.file}, line.line,
+                        line.pc_offset, std::string_view{line.object}, line.device, line.target),
+        merged.size());
+    if (inserted) {
+      merged.push_back(line);
+      merged.back().context = 0;
+    } else {
+      merged[row->second].volume.merge(line.volume);
+    }
+  }
+  std::sort(merged.begin(), merged.end(), more_bytes);
+  return merged;
+}
+
+std::vector<profile_model::remote_row> profile_model::remote_by_region_path() const {
+  std::vector<remote_row> rows;
+  std::map<std::pair<std::string, std::string_view>, std::size_t> row_of;
+  for (const remote_line& line : remote_lines_) {
+    const context& node = contexts_[line.context];
+    std::string path = node.synthetic ? node.name : region_path(line.context);
+    if (path.empty()) path = "(no region)";
+    const auto [row, inserted] =
+        row_of.try_emplace(std::make_pair(path, std::string_view{line.function}), rows.size());
+    if (inserted) rows.push_back(remote_row{std::move(path), line.function, {}, {}});
+    remote_row& found = rows[row->second];
+    found.volume.merge(line.volume);
+    if (std::find(found.nodes.begin(), found.nodes.end(), line.context) == found.nodes.end())
+      found.nodes.push_back(line.context);
+  }
+  std::sort(rows.begin(), rows.end(), [](const remote_row& a, const remote_row& b) {
+    if (a.volume.total_bytes() != b.volume.total_bytes())
+      return a.volume.total_bytes() > b.volume.total_bytes();
+    return std::tie(a.path, a.function) < std::tie(b.path, b.function);
+  });
+  return rows;
 }
 
 // --- the end ------------------------------------------------------------------------

@@ -26,6 +26,13 @@
 //                          (HPCToolkit's GINST:STL_*) and by the
 //                          collector's own reason; per kernel the samples of
 //                          its launches and what their duration allowed
+//   device-initiated traffic (FERRET_CUDA_PEER_ACCESSES): kernels' own loads,
+//                          stores and atomics that reached another device's
+//                          memory or the host's, per calling context,
+//                          kernel, GPU source line (an instruction without
+//                          line information), data object, device pair and
+//                          access; a second traffic matrix; per data object
+//                          by device pair
 //
 // Memory grows with distinct keys (contexts, kernels, objects, streams),
 // never with the number of events; time series have a fixed number of
@@ -187,9 +194,46 @@ struct transfer_totals {
 
 /// Traffic between the ends of a run (host_end, GPU ids).
 struct traffic_matrix {
-  std::string name;  // "copies"
+  std::string name;  // "copies", "device-initiated"
   std::map<std::pair<std::int32_t, std::int32_t>, volume> cells;  // (from, to)
 };
+
+/// Device-initiated bytes and accesses, by what the access did
+/// (runtime::memory_access). Loaded bytes flow from the memory's device to
+/// the kernel's, stored ones (stores and atomics) the other way.
+struct remote_volume {
+  static constexpr std::size_t access_kinds = 3;  // load, store, atomic
+  std::array<std::uint64_t, access_kinds> bytes{};
+  std::array<std::uint64_t, access_kinds> accesses{};
+  void add(runtime::memory_access access, std::uint64_t more_bytes, std::uint64_t more_accesses) noexcept;
+  void merge(const remote_volume& other) noexcept;
+  std::uint64_t loaded() const noexcept { return bytes[0]; }
+  std::uint64_t stored() const noexcept { return bytes[1] + bytes[2]; }
+  std::uint64_t total_bytes() const noexcept { return loaded() + stored(); }
+  std::uint64_t total_accesses() const noexcept { return accesses[0] + accesses[1] + accesses[2]; }
+};
+
+/// Device-initiated traffic of one kernel's instructions at one GPU source
+/// line (at one instruction where the kernel has no line information: file
+/// empty, line 0), launched from one calling context, to one data object in
+/// the memory of one other device (or the host's).
+struct remote_line {
+  std::uint32_t context = 0;  // the launches' node; 0 when merged over contexts
+  std::string function;       // mangled
+  std::string file;           // "" without line information
+  std::uint32_t line = 0;
+  std::uint64_t pc_offset = 0;  // the instruction, without line information; else 0
+  std::uint64_t object_id = 0;  // the first object of that name; 0: in none ferret knows
+  std::string object;           // its name; "" when none (rows are by name: see remote_line_of_)
+  std::uint32_t device = 0;     // where the kernel ran
+  std::int32_t target = -1;     // whose memory it reached: host_end for the host's
+  remote_volume volume;
+  bool has_line() const noexcept { return !file.empty(); }
+};
+
+/// The matrices of profile_model::traffic(), by index.
+inline constexpr std::size_t copies_matrix = 0;
+inline constexpr std::size_t device_initiated_matrix = 1;
 
 /// A fixed number of buckets over the run's time; the bucket width doubles
 /// (neighbours merge) whenever a time falls past the last bucket.
@@ -230,6 +274,9 @@ struct data_object_totals {
   std::vector<std::uint64_t> heat;  // heat_bins entries once touched at a known address
   std::uint64_t bytes_not_placed = 0;  // no address known, or past the object's end
   std::map<std::uint32_t, volume> contexts;  // calling context -> what it moved here
+  // Kernels' loads and stores that reached it from another device, by
+  // (the kernel's device, the object's memory's device).
+  std::map<std::pair<std::uint32_t, std::int32_t>, remote_volume> device_initiated;
 
   std::uint64_t moved() const noexcept;
 };
@@ -317,6 +364,8 @@ class profile_model {
   void add_activities(const runtime::gpu_activity* activities, std::size_t count);
   /// Instruction samples of one drain; a later drain may add to the same keys.
   void add_instruction_samples(const runtime::gpu_instruction_sample* samples, std::size_t count);
+  /// Device-initiated traffic of one drain; a later drain may add to the same keys.
+  void add_remote_accesses(const runtime::gpu_remote_access* accesses, std::size_t count);
   /// MPI communication: bytes per call, and this rank's row of the rank x rank
   /// message matrix (point to point, by MPI_COMM_WORLD rank).
   void add_communication(const runtime::communication_event* events, std::size_t count);
@@ -434,6 +483,22 @@ class profile_model {
     double expected = 0;             // the kernels' GSAMP:EXP
   };
   sampling_totals sampling() const;
+  /// Device-initiated traffic by (context, kernel, line or instruction,
+  /// object, device pair), in order of first access; empty without.
+  const std::vector<remote_line>& remote_lines() const noexcept { return remote_lines_; }
+  /// The same merged over calling contexts (context 0), most bytes first.
+  std::vector<remote_line> remote_lines_over_contexts() const;
+  /// Device-initiated traffic per region path (as gpu_by_region_path folds
+  /// API calls) and kernel, most bytes first.
+  struct remote_row {
+    std::string path;
+    std::string function;  // mangled
+    remote_volume volume;
+    std::vector<std::uint32_t> nodes;  // contexts folded into the row
+  };
+  std::vector<remote_row> remote_by_region_path() const;
+  /// Every device-initiated byte seen (rows and the matrix agree).
+  const remote_volume& remote_total() const noexcept { return remote_total_; }
   const runtime::metadata_list& user_metadata() const noexcept { return user_metadata_; }
   const runtime::metadata_list& runtime_metadata() const noexcept { return runtime_metadata_; }
 
@@ -452,6 +517,7 @@ class profile_model {
   std::uint32_t context_of(const runtime::gpu_launch& launch);
   std::uint32_t launch_not_seen();
   std::uint32_t text_index(const char* text);
+  std::uint32_t string_index(std::string_view text);
   std::uint32_t node_of(const runtime::context_node* node);
   data_object_totals* object_of(std::uint64_t id, const runtime::data_object_info* info,
                                 bool registering = false);
@@ -489,7 +555,9 @@ class profile_model {
   std::optional<std::uint32_t> launch_not_seen_;
 
   std::map<std::uint32_t, device_totals> devices_;
-  std::vector<traffic_matrix> traffic_{traffic_matrix{"copies", {}}};
+  // The copies, then the kernels' device-initiated traffic.
+  std::vector<traffic_matrix> traffic_{traffic_matrix{"copies", {}},
+                                       traffic_matrix{"device-initiated", {}}};
   std::map<std::string, mpi_call_totals> mpi_calls_;
   std::map<std::pair<std::uint32_t, std::uint32_t>, volume> messages_;
   std::optional<std::uint32_t> rank_;
@@ -521,6 +589,17 @@ class profile_model {
   std::vector<stall_reason> stall_reasons_;
   double instruction_samples_ = 0;
   std::uint32_t period_cycles_ = 0;  // from the kernels' samples, when the metadata says none
+
+  // Device-initiated traffic: rows by (context, function, file, line, pc
+  // offset, object, device, target), texts interned as for the samples.
+  // Objects by name, not id: a buffer allocated anew in every step is one
+  // row (its automatic name is its call path), so rows grow with the code.
+  std::vector<remote_line> remote_lines_;
+  std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t, std::uint32_t, std::uint64_t,
+                      std::uint32_t, std::uint32_t, std::int32_t>,
+           std::size_t>
+      remote_line_of_;
+  remote_volume remote_total_;
 
   std::vector<std::string> losses_;
   std::vector<unrecorded_api_calls> unrecorded_;

@@ -198,6 +198,16 @@
     }
     let matrix = matrices[0];
     let measure = 'bytes';
+    // #system/device-initiated: that matrix's cells.
+    selectInView.system = (name) => {
+      const named = matrices.find((m) => m.name === name);
+      if (!named) return;
+      matrix = named;
+      controls.querySelectorAll('input[name="matrix"]').forEach((input) => {
+        input.checked = matrices[input.value] === named;
+      });
+      redraw();
+    };
     const controls = el('div', {class: 'controls'});
     const picture = el('div', {class: 'split'});
     root.append(controls, picture);
@@ -245,13 +255,20 @@
     function redraw() {
       const value = (cell) => (measure === 'bytes' ? cell[2] : cell[3]);
       const text = (amount) => (measure === 'bytes' ? format.bytesCell(amount) : amount === 0 ? '-' : format.count(amount));
-      picture.replaceChildren(graph(matrix, value, text), heatmap(matrix, value, text));
+      picture.replaceChildren(graph(matrices, value, text), heatmap(matrix, value, text));
     }
     redraw();
   }
 
-  // Host and GPUs on a circle, the host on the left; an arrow per direction.
-  function graph(matrix, value, text) {
+  // How each matrix's edges are drawn: the copies solid, the kernels' own
+  // loads and stores (device-initiated) dashed, in another colour.
+  const edgeStyles = {
+    'copies': {color: '47,111,189', dash: undefined, bend: 0.18, marker: 'arrow'},
+    'device-initiated': {color: '214,96,46', dash: '7 4', bend: 0.36, marker: 'arrow-device-initiated'},
+  };
+  // Host and GPUs on a circle, the host on the left; an arrow per direction
+  // and matrix.
+  function graph(matrices, value, text) {
     const ends = data.ends;
     const size = 460;
     const center = size / 2;
@@ -260,39 +277,46 @@
       const angle = Math.PI + (2 * Math.PI * i) / ends.length;
       return [end, {x: center + radius * Math.cos(angle), y: center + radius * Math.sin(angle)}];
     }));
-    const max = Math.max(1, ...matrix.cells.map(value));
+    // One scale for all matrices: their edges compare.
+    const max = Math.max(1, ...matrices.flatMap((m) => m.cells.map(value)));
     const picture = svg('svg', {id: 'system-graph', width: size, height: size, viewBox: `0 0 ${size} ${size}`,
                                 role: 'img', 'aria-label': 'data movement graph'});
-    picture.append(svg('defs', {}, svg('marker', {id: 'arrow', viewBox: '0 0 10 10', refX: 9, refY: 5,
-                                                  markerUnits: 'userSpaceOnUse', markerWidth: 12, markerHeight: 12,
-                                                  orient: 'auto-start-reverse'},
-                                           svg('path', {d: 'M0,0 L10,5 L0,10 z', fill: '#2f6fbd'}))));
+    picture.append(svg('defs', {}, Object.values(edgeStyles).map((style) =>
+      svg('marker', {id: style.marker, viewBox: '0 0 10 10', refX: 9, refY: 5,
+                     markerUnits: 'userSpaceOnUse', markerWidth: 12, markerHeight: 12, orient: 'auto-start-reverse'},
+          svg('path', {d: 'M0,0 L10,5 L0,10 z', fill: `rgb(${style.color})`})))));
     const nodeRadius = 34;
     const within = new Map();
+    for (const matrix of matrices) {
+    const style = edgeStyles[matrix.name] || edgeStyles.copies;
     for (const cell of matrix.cells) {
       const [from, to] = cell;
       const amount = value(cell);
       if (amount === 0) continue;
-      if (from === to) { within.set(from, amount); continue; }
+      if (from === to) { if (matrix.name === 'copies') within.set(from, amount); continue; }
       const a = at.get(from);
       const b = at.get(to);
       const dx = b.x - a.x;
       const dy = b.y - a.y;
       const length = Math.hypot(dx, dy) || 1;
       // Bend to the right of the direction, so that the two directions part.
-      const bend = 0.18 * length;
+      const bend = style.bend * length;
       const control = {x: (a.x + b.x) / 2 - (dy / length) * bend, y: (a.y + b.y) / 2 + (dx / length) * bend};
       const start = toward(a, control, nodeRadius);
       const end = toward(b, control, nodeRadius + 4);
       const width = 1.5 + 9 * (amount / max);
       const path = svg('path', {d: `M${start.x},${start.y} Q${control.x},${control.y} ${end.x},${end.y}`,
-                                fill: 'none', stroke: 'rgba(47,111,189,' + (0.35 + 0.6 * amount / max) + ')',
-                                'stroke-width': width, 'marker-end': 'url(#arrow)',
-                                'data-from': from, 'data-to': to});
-      titled(path, `${endLabel(from)} → ${endLabel(to)}: ${text(amount)}`);
+                                fill: 'none', stroke: `rgba(${style.color},${0.35 + 0.6 * amount / max})`,
+                                'stroke-width': width, 'stroke-dasharray': style.dash,
+                                'marker-end': `url(#${style.marker})`,
+                                'data-matrix': matrix.name, 'data-from': from, 'data-to': to});
+      titled(path, `${matrix.name}: ${endLabel(from)} → ${endLabel(to)}: ${text(amount)}`);
       const middle = {x: 0.25 * start.x + 0.5 * control.x + 0.25 * end.x,
                       y: 0.25 * start.y + 0.5 * control.y + 0.25 * end.y};
-      picture.append(path, svg('text', {x: middle.x, y: middle.y - 4, 'text-anchor': 'middle'}, text(amount)));
+      picture.append(path, svg('text', {x: middle.x, y: middle.y - 4, 'text-anchor': 'middle',
+                                        fill: `rgb(${style.color})`, 'data-matrix': matrix.name,
+                                        'data-from': from, 'data-to': to}, text(amount)));
+    }
     }
     const device = new Map(data.devices.map((d) => [d.id, d]));
     for (const end of ends) {
@@ -308,7 +332,17 @@
       if (info) titled(node, info.name);
       picture.append(node);
     }
-    return picture;
+    if (matrices.length < 2) return picture;
+    const legend = el('p', {class: 'note', id: 'system-graph-legend'},
+                      matrices.map((m) => {
+                        const style = edgeStyles[m.name] || edgeStyles.copies;
+                        const line = svg('svg', {width: 28, height: 8},
+                                         svg('line', {x1: 0, y1: 4, x2: 28, y2: 4, stroke: `rgb(${style.color})`,
+                                                      'stroke-width': 2.5, 'stroke-dasharray': style.dash}));
+                        return el('span', {class: 'legend'}, line, ' ',
+                                  m.name === 'device-initiated' ? 'device-initiated (kernels\' loads and stores)' : m.name);
+                      }));
+    return el('div', {}, picture, legend);
   }
   function toward(from, to, distance) {
     const dx = to.x - from.x;
@@ -366,6 +400,9 @@
     return strip;
   }
 
+  // Device-initiated traffic (kernels' loads and stores), null without.
+  const remote = data.device_initiated;
+  const remoteBytes = (o) => o.device_initiated.reduce((sum, r) => sum + r.loaded + r.stored, 0);
   function drawObjects(root) {
     root.append(el('h2', {}, 'Objects: data objects and what moved them'));
     if (data.objects.length === 0) {
@@ -388,6 +425,8 @@
       ...kinds.map((kind) => ({title: kind, align: 'r', cell: (o) => format.bytesCell(o.copied[kind]),
                                value: (o) => o.copied[kind]})),
       {title: 'memset', align: 'r', cell: (o) => format.bytesCell(o.memset_bytes), value: (o) => o.memset_bytes},
+      ...(remote ? [{title: 'device-initiated', align: 'r', cell: (o) => format.bytesCell(remoteBytes(o)),
+                     value: remoteBytes}] : []),
       {title: 'operations', align: 'r', cell: (o) => format.count(o.operations), value: (o) => o.operations},
       {title: 'lifetime', cell: lifetime, value: (o) => (o.registered_ns === null ? -1 : o.registered_ns)},
       {title: 'touched', cell: (o) => heatStrip(o, 128, 12, false)},
@@ -428,6 +467,14 @@
       {title: 'bytes', align: 'r', cell: (f) => format.bytes(f.bytes), value: (f) => f.bytes},
       {title: 'operations', align: 'r', cell: (f) => format.count(f.operations), value: (f) => f.operations},
     ], object.flows, {id: 'object-flows', sortBy: 4}));
+    if (object.device_initiated.length > 0)
+      parts.push(el('h3', {}, 'Device-initiated traffic (kernels\' loads and stores, by device pair)'),
+                 sortableTable([
+                   {title: 'devices', cell: (r) => r.devices, value: (r) => r.devices},
+                   {title: 'loaded', align: 'r', cell: (r) => format.bytesCell(r.loaded), value: (r) => r.loaded},
+                   {title: 'stored', align: 'r', cell: (r) => format.bytesCell(r.stored), value: (r) => r.stored},
+                   {title: 'accesses', align: 'r', cell: (r) => format.count(r.accesses), value: (r) => r.accesses},
+                 ], object.device_initiated, {id: 'object-device-initiated', sortBy: 1}));
     const contexts = data.context_objects.filter((row) => row[1] === object.id);
     parts.push(el('h3', {}, 'Calling contexts that moved it'), sortableTable([
       {title: 'context', name: true, cell: (r) => contextPath(r[0], true), value: (r) => contextPath(r[0], true)},
@@ -511,11 +558,18 @@
                                                    el('span', {class: 'swatch', style: `background:${stallColors[k]}`}),
                                                    `${c.column} ${c.describe}`)));
   }
-  // A table of text cells as the summary prints them (gpu_sample_tables.cpp).
+  const byteUnits = {B: 1, KiB: 2 ** 10, MiB: 2 ** 20, GiB: 2 ** 30, TiB: 2 ** 40, PiB: 2 ** 50};
+  // A table of text cells as the summary prints them (gpu_sample_tables.cpp,
+  // remote_traffic_tables.cpp).
   function textTable(table, id) {
     const columns = table.header.map((title, k) => {
       const right = table.alignment[k] === 'r';
-      const number = (text) => (text === '-' ? -1 : parseFloat(text));
+      // "12", "62.5%", "7.5 KiB": sorted by value, byte units included.
+      const number = (text) => {
+        if (text === '-') return -1;
+        const [value, unit] = text.split(' ');
+        return parseFloat(value) * (byteUnits[unit] || 1);
+      };
       return {title, align: right ? 'r' : 'l', name: !right, cell: (r) => r[k], value: right ? (r) => number(r[k]) : (r) => r[k]};
     });
     return sortableTable(columns, table.rows, {id});
@@ -542,35 +596,69 @@
       {title: 'GMEM bytes', metric: 'allocated_bytes', text: format.bytesCell},
       {title: 'GSYNC ms', metric: 'sync_ns', text: format.ms},
     ];
-    // Instruction samples launched in each context (GINST), and inclusive.
-    const gpuKernelsOf = contexts.map(() => []);
-    const gpuLinesOf = new Map();  // "context/kernel" -> lines
+    // Kernels launched in each context with their instruction samples
+    // (GINST) and device-initiated bytes (DI), and the GPU lines of each;
+    // the contexts' own and inclusive values.
+    const gpuKernelsOf = contexts.map(() => []);  // {kernel, samples, remote}
+    const gpuLinesOf = new Map();  // "context/kernel" -> {samples: lines, remote: lines}
     const ownSamples = contexts.map(() => 0);
+    const ownRemote = contexts.map(() => [0, 0]);  // loaded, stored
+    const kernelEntry = (context, kernel) => {
+      let entry = gpuKernelsOf[context].find((k) => k.kernel === kernel);
+      if (!entry) gpuKernelsOf[context].push(entry = {kernel, samples: null, remote: null});
+      return entry;
+    };
+    const linesEntry = (line) => {
+      const key = line.context + '/' + line.kernel;
+      if (!gpuLinesOf.has(key)) gpuLinesOf.set(key, {samples: [], remote: []});
+      return gpuLinesOf.get(key);
+    };
     if (samples) {
       for (const kernel of samples.kernels) {
-        gpuKernelsOf[kernel.context].push(kernel);
+        kernelEntry(kernel.context, kernel.kernel).samples = kernel;
         ownSamples[kernel.context] += kernel.samples;
       }
-      for (const list of gpuKernelsOf) list.sort((a, b) => b.samples - a.samples);
-      for (const line of samples.lines) {
-        const key = line.context + '/' + line.kernel;
-        if (!gpuLinesOf.has(key)) gpuLinesOf.set(key, []);
-        gpuLinesOf.get(key).push(line);
+      for (const line of samples.lines) linesEntry(line).samples.push(line);
+    }
+    if (remote) {
+      for (const kernel of remote.kernels) {
+        kernelEntry(kernel.context, kernel.kernel).remote = kernel;
+        ownRemote[kernel.context][0] += kernel.loaded;
+        ownRemote[kernel.context][1] += kernel.stored;
       }
-      for (const list of gpuLinesOf.values()) list.sort((a, b) => b.samples - a.samples);
+      for (const line of remote.lines) linesEntry(line).remote.push(line);
+    }
+    // The most sampled kernels first, then those that moved the most bytes.
+    const kernelSamples = (e) => (e.samples ? e.samples.samples : 0);
+    const kernelBytes = (e) => (e.remote ? e.remote.loaded + e.remote.stored : 0);
+    for (const list of gpuKernelsOf)
+      list.sort((a, b) => kernelSamples(b) - kernelSamples(a) || kernelBytes(b) - kernelBytes(a));
+    for (const lists of gpuLinesOf.values()) {
+      lists.samples.sort((a, b) => b.samples - a.samples);
+      lists.remote.sort((a, b) => b.loaded + b.stored - a.loaded - a.stored);
     }
     const allSamples = ownSamples.slice();
-    for (let i = contexts.length - 1; i > 0; --i) allSamples[contexts[i].parent] += allSamples[i];
+    const allRemote = ownRemote.map((pair) => pair.slice());
+    for (let i = contexts.length - 1; i > 0; --i) {
+      allSamples[contexts[i].parent] += allSamples[i];
+      allRemote[contexts[i].parent][0] += allRemote[i][0];
+      allRemote[contexts[i].parent][1] += allRemote[i][1];
+    }
     const sampleColumns = samples ? [{title: 'GINST', align: 'r', value: (i) => (inclusive ? allSamples[i] : ownSamples[i])},
                                      {title: 'GPU stalls', value: (i) => ownSamples[i]}] : [];
+    const remoteOf = (i) => (inclusive ? allRemote[i] : ownRemote[i]);
+    const remoteColumns = remote ? [{title: 'DI loaded', align: 'r', value: (i) => remoteOf(i)[0]},
+                                    {title: 'DI stored', align: 'r', value: (i) => remoteOf(i)[1]}] : [];
     // Kernels and GPU lines under their launching context: expanded keys 'k:<context>/<kernel>'.
     const expandedGpu = new Set();
-    if (samples && samples.lines.length <= 300) for (const key of gpuLinesOf.keys()) expandedGpu.add('k:' + key);
+    if ((samples ? samples.lines.length : 0) + (remote ? remote.lines.length : 0) <= 300)
+      for (const key of gpuLinesOf.keys()) expandedGpu.add('k:' + key);
     const columns = [
       {title: 'context', value: (i) => contextLabel(contexts[i])},
       {title: 'file:line', value: (i) => sourceLocation(contexts[i])},
       // Beside the source lines, so that a kernel's stalls show next to its launch.
       ...sampleColumns,
+      ...remoteColumns,
       {title: 'calls', align: 'r', value: (i) => contexts[i].calls},
       {title: 'host ms (incl)', align: 'r', value: (i) => contexts[i].inclusive_ns},
       {title: 'host ms (excl)', align: 'r', value: (i) => contexts[i].exclusive_ns},
@@ -635,12 +723,34 @@
                     name, el('td', {title: sourceLocation(node) || undefined}, shortLocation(node)),
                     samples ? [el('td', {class: 'r'}, contextSamples(index)),
                                el('td')] : [],
+                    remote ? remoteOf(index).map((bytes) => el('td', {class: 'r'}, format.bytesCell(bytes))) : [],
                     el('td', {class: 'r'}, index === 0 ? '' : format.count(node.calls)),
                     el('td', {class: 'r'}, format.ms(node.inclusive_ns)),
                     el('td', {class: 'r'}, format.ms(node.exclusive_ns)),
                     metricColumns.map((c) => el('td', {class: 'r'}, c.text(gpu(metrics, c.metric)))));
       tr.addEventListener('click', () => select(index));
       return tr;
+    }
+    // The DI cells of a kernel or a GPU line: its bytes loaded and stored.
+    function remoteCells(shown) {
+      if (!remote) return [];
+      return shown ? [el('td', {class: 'r'}, format.bytesCell(shown.loaded)),
+                      el('td', {class: 'r'}, format.bytesCell(shown.stored))] : [el('td'), el('td')];
+    }
+    // A GPU line's device-initiated traffic to one object and device pair (depth + 2).
+    function remoteLineRow(index, entry, line) {
+      const depth = Math.min(depthOf[index] + 2, 40);
+      const where = line.location;
+      const label = 'GPU line ' + where.slice(where.lastIndexOf('/') + 1) + ': ' + line.devices +
+                    (line.object_id ? ', ' + line.object : '');
+      return el('tr', {class: 'gpu-remote', 'data-gpu-context': index, 'data-gpu-kernel': entry.kernel,
+                       'data-gpu-location': where, 'data-gpu-devices': line.devices,
+                       'data-gpu-object': line.object},
+                el('td', {class: 'name', title: label}, el('span', {style: `padding-left:${depth * 14}px`}),
+                   el('span', {class: 'clip'}, label)),
+                el('td', {title: line.file ? where : undefined}, where.slice(where.lastIndexOf('/') + 1)),
+                samples ? [el('td'), el('td')] : [], remoteCells(line),
+                el('td'), el('td'), el('td'), metricColumns.map(() => el('td')));
     }
     // A kernel launched from `index` (depth + 1), or one of its GPU lines (depth + 2).
     function gpuRow(index, entry, line) {
@@ -655,7 +765,7 @@
           draw();
         });
       }
-      const shown = line || entry;
+      const shown = line || entry.samples;
       const where = line ? line.location : '';
       const label = line ? 'GPU line ' + where.slice(where.lastIndexOf('/') + 1) : entry.kernel;
       return el('tr', {class: line ? 'gpu-line' : 'gpu-kernel', 'data-gpu-context': index,
@@ -663,17 +773,21 @@
                 el('td', {class: 'name', title: label}, el('span', {style: `padding-left:${depth * 14}px`}), twisty,
                    el('span', {class: 'clip'}, label)),
                 el('td', {title: line && line.file ? where : undefined}, where.slice(where.lastIndexOf('/') + 1)),
-                el('td', {class: 'r'}, shown.shown),
-                el('td', {class: 'stalls'}, stallBar(shown, 120), ' ', shown.stalled_shown + ' stalled',
-                   shown.reasons_shown ? ': ' + shown.reasons_shown : ''),
+                !samples ? [] : shown ? [el('td', {class: 'r'}, shown.shown),
+                                         el('td', {class: 'stalls'}, stallBar(shown, 120), ' ', shown.stalled_shown + ' stalled',
+                                            shown.reasons_shown ? ': ' + shown.reasons_shown : '')]
+                                      : [el('td'), el('td')],
+                remoteCells(line ? null : entry.remote),
                 el('td'), el('td'), el('td'), metricColumns.map(() => el('td')));
     }
     function gpuRows(index) {
       const rows = [];
       for (const kernel of gpuKernelsOf[index]) {
         rows.push(gpuRow(index, kernel, null));
-        if (expandedGpu.has('k:' + index + '/' + kernel.kernel))
-          for (const line of gpuLinesOf.get(index + '/' + kernel.kernel) || []) rows.push(gpuRow(index, kernel, line));
+        if (!expandedGpu.has('k:' + index + '/' + kernel.kernel)) continue;
+        const lines = gpuLinesOf.get(index + '/' + kernel.kernel) || {samples: [], remote: []};
+        for (const line of lines.samples) rows.push(gpuRow(index, kernel, line));
+        for (const line of lines.remote) rows.push(remoteLineRow(index, kernel, line));
       }
       return rows;
     }
@@ -722,6 +836,21 @@
                     el('div', {class: 'scroll'}, textTable(samples.by_context, 'code-gpu-stalls')));
       const leftOut = samples.by_line.total - samples.by_line.rows.length;
       if (leftOut > 0) root.append(el('p', {class: 'note'}, `${leftOut} more lines not shown.`));
+    }
+    if (remote) {
+      const rest = (table, noun) => {
+        const leftOut = table.total - table.rows.length;
+        return leftOut > 0 ? el('p', {class: 'note'}, `… ${leftOut} more ${noun}${leftOut === 1 ? '' : 's'}: ${table.rest}`) : null;
+      };
+      append(root, [el('h3', {}, 'Device-initiated traffic (kernels\' loads and stores to other devices\' and host memory)'),
+                  el('p', {id: 'code-remote-totals'}, remote.totals),
+                  el('p', {class: 'note'}, 'DI loaded, DI stored: the tree\'s device-initiated bytes. ' +
+                     '← loads (bytes from the memory\'s device to the kernel\'s), → stores and atomics; ' +
+                     '+0x…: an instruction of a kernel without line information.'),
+                  el('div', {class: 'scroll'}, textTable(remote.by_line, 'code-remote-lines')), rest(remote.by_line, 'row'),
+                  el('h3', {}, 'Device-initiated traffic by calling context'),
+                  el('div', {class: 'scroll'}, textTable(remote.by_context, 'code-remote-contexts')),
+                  rest(remote.by_context, 'row')]);
     }
 
     if (data.paths.length > 0)

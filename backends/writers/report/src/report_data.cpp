@@ -18,6 +18,7 @@
 #include "gpu_sample_tables.hpp"
 #include "number_format.hpp"
 #include "page_json.hpp"
+#include "remote_traffic_tables.hpp"
 
 namespace ferret::report {
 namespace {
@@ -207,7 +208,22 @@ std::vector<const profile::data_object_totals*> shown_objects(const profile_mode
   return all;
 }
 
+// Loaded, stored (stores and atomics) and accesses, with the summary's texts.
+void add_remote_volume(json& row, const profile::remote_volume& volume) {
+  row["loaded"] = volume.loaded();
+  row["stored"] = volume.stored();
+  row["accesses"] = volume.total_accesses();
+}
+
 json object_json(const profile::data_object_totals& object) {
+  json device_initiated = json::array();  // by (kernel's device, memory's device)
+  for (const auto& [pair, volume] : object.device_initiated) {
+    json row = {{"devices", profile::device_pair_text(pair.first, pair.second, volume)},
+                {"device", pair.first},
+                {"target", pair.second}};
+    add_remote_volume(row, volume);
+    device_initiated.push_back(std::move(row));
+  }
   json copied = json::object();  // by copy kind, in listed_copy_kinds order
   for (const profile::copy_kind kind : profile::listed_copy_kinds)
     copied[std::string{runtime::to_string(kind)}] = object.copied[profile::index_of(kind)];
@@ -237,14 +253,16 @@ json object_json(const profile::data_object_totals& object) {
           {"operations", object.operations},
           {"flows", std::move(flows)},
           {"heat", object.heat.empty() ? json(nullptr) : json(object.heat)},
-          {"bytes_not_placed", object.bytes_not_placed}};
+          {"bytes_not_placed", object.bytes_not_placed},
+          {"device_initiated", std::move(device_initiated)}};
 }
 
 json text_table(const profile::text_rows& table) {
   return {{"header", table.header},
           {"alignment", table.alignment},
           {"rows", table.rows},
-          {"total", table.total}};
+          {"total", table.total},
+          {"rest", table.rest}};
 }
 
 json samples_json(const profile::stall_samples& samples,
@@ -331,6 +349,65 @@ json gpu_samples_json(const profile_model& model,
           {"kernels", std::move(kernel_rows)},
           {"lines", std::move(line_rows)},
           {"lines_total", model.gpu_lines().size()}};
+}
+
+// Device-initiated traffic; null without. Per shown context and kernel, and
+// per shown context, kernel, line, object and device pair (the code view's
+// GPU rows); contexts left out of the page give theirs to their nearest
+// shown caller.
+json device_initiated_json(const profile_model& model,
+                           const std::vector<std::optional<std::uint32_t>>& new_index,
+                           const limits& bounds) {
+  if (model.remote_lines().empty()) return nullptr;
+  const auto shown_context = [&](std::uint32_t node) {
+    while (!new_index[node]) node = model.contexts()[node].parent;
+    return *new_index[node];
+  };
+  std::vector<const profile::remote_line*> lines;
+  for (const profile::remote_line& line : model.remote_lines()) lines.push_back(&line);
+  std::stable_sort(lines.begin(), lines.end(), [](const auto* a, const auto* b) {
+    return a->volume.total_bytes() > b->volume.total_bytes();
+  });
+  std::map<std::pair<std::uint32_t, std::string_view>, profile::remote_volume> kernels;
+  std::map<std::tuple<std::uint32_t, std::string_view, std::string, std::string_view, std::uint32_t, std::int32_t>,
+           profile::remote_line>
+      shown_lines;
+  for (const profile::remote_line* line : lines) {
+    const std::uint32_t context = shown_context(line->context);
+    kernels[{context, line->function}].merge(line->volume);
+    const auto key = std::make_tuple(context, std::string_view{line->function},
+                                     profile::remote_line_location(*line), std::string_view{line->object},
+                                     line->device, line->target);
+    if (const auto it = shown_lines.find(key); it != shown_lines.end())
+      it->second.volume.merge(line->volume);
+    else if (shown_lines.size() < bounds.gpu_lines)
+      shown_lines.emplace(key, *line).first->second.context = context;
+  }
+  json kernel_rows = json::array();
+  for (const auto& [key, volume] : kernels) {
+    json row = {{"context", key.first}, {"kernel", kernel_name(std::string{key.second})}};
+    add_remote_volume(row, volume);
+    kernel_rows.push_back(std::move(row));
+  }
+  json line_rows = json::array();
+  for (const auto& [key, line] : shown_lines) {
+    json row = {{"context", line.context},
+                {"kernel", kernel_name(line.function)},
+                {"location", profile::remote_line_location(line)},
+                {"file", line.file},
+                {"line", line.line},
+                {"object", profile::remote_object_text(line)},
+                {"object_id", line.object_id},
+                {"devices", profile::device_pair_text(line.device, line.target, line.volume)}};
+    add_remote_volume(row, line.volume);
+    line_rows.push_back(std::move(row));
+  }
+  return {{"totals", profile::remote_totals_text(model)},
+          {"by_line", text_table(profile::remote_line_table(model, bounds.remote_rows))},
+          {"by_context", text_table(profile::remote_context_table(model, bounds.remote_rows))},
+          {"kernels", std::move(kernel_rows)},
+          {"lines", std::move(line_rows)},
+          {"lines_total", model.remote_lines().size()}};
 }
 
 }  // namespace
@@ -447,6 +524,7 @@ std::string report_data(const profile_model& model, const limits& bounds) {
                       {"peak", totals.peak}});
   document["memory"] = std::move(memory);
   document["gpu_samples"] = gpu_samples_json(model, new_index, bounds);
+  document["device_initiated"] = device_initiated_json(model, new_index, bounds);
 
   document["losses"] = model.losses();
   json unrecorded = json::array();

@@ -30,6 +30,15 @@
 //                  context) as text cells; per context and kernel, and per
 //                  context, kernel and GPU line, samples by class and reason
 //                  (the code view's GPU rows)
+//   device_initiated  kernels' loads and stores to other devices' and host
+//                  memory, null without: the summary's totals line and its
+//                  two tables (by kernel, line, object and device pair; by
+//                  calling context) as text cells, `rest` summing the rows
+//                  left out; per context and kernel, and per context,
+//                  kernel, line, object and device pair, bytes loaded and
+//                  stored and accesses (the code view's GPU rows). Objects
+//                  carry theirs by device pair; the second traffic matrix
+//                  is "device-initiated"
 //   memory, losses, unrecorded_api, metadata, limits
 #pragma once
 
@@ -48,6 +57,8 @@ struct limits {
   std::size_t kernels_per_device = 1'000;
   // GPU lines per calling context and kernel, the most sampled first.
   std::size_t gpu_lines = 5'000;
+  // Rows of the device-initiated tables (the summary shows 20), the most bytes first.
+  std::size_t remote_rows = 200;
 };
 
 /// The JSON document, safe to place inside <script type="application/json">:

@@ -22,6 +22,7 @@
 #include "number_format.hpp"
 #include "profile_backend.hpp"
 #include "readable_text.hpp"
+#include "remote_traffic_tables.hpp"
 
 namespace ferret::summary {
 namespace {
@@ -185,9 +186,11 @@ void append_kernels(std::string& out, const model& run) {
 constexpr std::size_t top_gpu_lines = 20;
 
 void append_gpu_table(std::string& out, std::string_view heading, profile::text_rows table,
-                      std::size_t shown, std::string_view noun) {
+                      std::size_t shown, std::string_view noun,
+                      const std::vector<std::string>& before = {}) {
   if (table.rows.empty()) return;
   append_heading(out, heading);
+  for (const std::string& line : before) out += "  " + line + "\n";
   std::vector<std::pair<std::string, alignment>> columns;
   for (std::size_t i = 0; i < table.header.size(); ++i)
     columns.emplace_back(table.header[i], table.alignment[i] == 'r' ? alignment::right : alignment::left);
@@ -196,7 +199,8 @@ void append_gpu_table(std::string& out, std::string_view heading, profile::text_
   text.append_to(out);
   if (table.total > shown) {
     const std::size_t hidden = table.total - shown;
-    out += fmt::format("  … {} more {}{}\n", hidden, noun, hidden == 1 ? "" : "s");
+    out += fmt::format("  … {} more {}{}{}\n", hidden, noun, hidden == 1 ? "" : "s",
+                       table.rest.empty() ? std::string{} : ": " + table.rest);
   }
 }
 
@@ -228,6 +232,32 @@ void append_gpu_samples(std::string& out, const model& run) {
   append_gpu_table(out, "GPU stalls by calling context", std::move(contexts), contexts_shown, "row");
 }
 
+// Device-initiated traffic (kernels' own loads and stores to other devices'
+// memory and the host's): the totals, then by kernel, line, object and device
+// pair (the top 20, the rest summed), then by launching context.
+void append_device_initiated(std::string& out, const model& run) {
+  if (run.remote_lines().empty()) return;
+  profile::text_rows lines = profile::remote_line_table(run, top_gpu_lines);
+  for (std::vector<std::string>& row : lines.rows) {
+    row[4] = profile::cut_middle(profile::readable_text(row[4]), 60);
+    row[5] = shown_name(row[5], 40);
+    row[6] = shown_name(row[6]);
+  }
+  const std::size_t lines_shown = lines.rows.size();
+  append_gpu_table(out, "Device-initiated traffic", std::move(lines), lines_shown, "row",
+                   {profile::remote_totals_text(run),
+                    "← loads (bytes from the memory's device to the kernel's), → stores and atomics; "
+                    "+0x…: an instruction of a kernel without line information"});
+  profile::text_rows contexts = profile::remote_context_table(run, top_rows);
+  for (std::vector<std::string>& row : contexts.rows) {
+    row[3] = shown_name(row[3], 40);
+    row[4] = shown_path(row[4]);
+  }
+  const std::size_t contexts_shown = contexts.rows.size();
+  append_gpu_table(out, "Device-initiated traffic by calling context", std::move(contexts),
+                   contexts_shown, "row");
+}
+
 void append_copies(std::string& out, const model& run) {
   const auto copies = run.copies();
   text_table table{{"direction", alignment::left},
@@ -249,12 +279,14 @@ void append_copies(std::string& out, const model& run) {
   table.append_to(out);
 }
 
-void append_copy_matrix(std::string& out, const model& run) {
-  const profile::traffic_matrix& copies = run.traffic().front();
-  if (copies.cells.empty()) return;
+// A traffic matrix over every end of the run (so that the copies' and the
+// device-initiated matrices line up): rows where the bytes came from, columns
+// where they went.
+void append_matrix(std::string& out, const model& run, const profile::traffic_matrix& matrix,
+                   std::string_view heading) {
+  if (matrix.cells.empty()) return;
   const std::vector<std::int32_t> ends = run.ends();
-  append_heading(out, "Device-to-device bytes");
-  // Rows: where the bytes came from; columns: where they went.
+  append_heading(out, heading);
   std::vector<std::pair<std::string, alignment>> columns{{"from \\ to", alignment::left}};
   for (const std::int32_t destination : ends)
     columns.emplace_back(device_label(destination), alignment::right);
@@ -262,8 +294,8 @@ void append_copy_matrix(std::string& out, const model& run) {
   for (const std::int32_t source : ends) {
     std::vector<std::string> row{device_label(source)};
     for (const std::int32_t destination : ends) {
-      const auto it = copies.cells.find({source, destination});
-      row.push_back(bytes_cell(it == copies.cells.end() ? 0 : it->second.bytes));
+      const auto it = matrix.cells.find({source, destination});
+      row.push_back(bytes_cell(it == matrix.cells.end() ? 0 : it->second.bytes));
     }
     table.add_row(std::move(row));
   }
@@ -503,7 +535,9 @@ std::string summary_text(const model& run, bool with_matrix) {
   append_kernels(out, run);
   append_gpu_samples(out, run);
   append_copies(out, run);
-  append_copy_matrix(out, run);
+  append_matrix(out, run, run.traffic()[profile::copies_matrix], "Device-to-device bytes");
+  append_matrix(out, run, run.traffic()[profile::device_initiated_matrix], "Device-initiated bytes (kernels' loads and stores)");
+  append_device_initiated(out, run);
   append_objects(out, run);
   append_memory(out, run);
   append_regions(out, run);
