@@ -831,21 +831,35 @@ std::vector<gpu_line> profile_model::gpu_lines_over_contexts() const {
   return merged;
 }
 
-std::vector<profile_model::stall_row> profile_model::gpu_stalls_by_region_path() const {
-  std::vector<stall_row> rows;
+// Rows by region path (API calls folded into their region) and kernel: the
+// lines' contexts of one path and function together, each line's payload
+// merged into its row by `merge`.
+template <typename Row, typename Line, typename Merge>
+std::vector<Row> profile_model::fold_by_region_path(const std::vector<Line>& lines, Merge merge) const {
+  std::vector<Row> rows;
   std::map<std::pair<std::string, std::string_view>, std::size_t> row_of;
-  for (const gpu_line& line : gpu_lines_) {
+  for (const Line& line : lines) {
     const context& node = contexts_[line.context];
     std::string path = node.synthetic ? node.name : region_path(line.context);
     if (path.empty()) path = "(no region)";
     const auto [row, inserted] =
         row_of.try_emplace(std::make_pair(path, std::string_view{line.function}), rows.size());
-    if (inserted) rows.push_back(stall_row{std::move(path), line.function, {}, {}});
-    stall_row& found = rows[row->second];
-    found.samples.merge(line.samples);
+    if (inserted) {
+      rows.emplace_back();
+      rows.back().path = std::move(path);
+      rows.back().function = line.function;
+    }
+    Row& found = rows[row->second];
+    merge(found, line);
     if (std::find(found.nodes.begin(), found.nodes.end(), line.context) == found.nodes.end())
       found.nodes.push_back(line.context);
   }
+  return rows;
+}
+
+std::vector<profile_model::stall_row> profile_model::gpu_stalls_by_region_path() const {
+  std::vector<stall_row> rows = fold_by_region_path<stall_row>(
+      gpu_lines_, [](stall_row& row, const gpu_line& line) { row.samples.merge(line.samples); });
   std::sort(rows.begin(), rows.end(), [](const stall_row& a, const stall_row& b) {
     if (a.samples.samples != b.samples.samples) return a.samples.samples > b.samples.samples;
     return std::tie(a.path, a.function) < std::tie(b.path, b.function);
@@ -958,20 +972,8 @@ std::vector<remote_line> profile_model::remote_lines_over_contexts() const {
 }
 
 std::vector<profile_model::remote_row> profile_model::remote_by_region_path() const {
-  std::vector<remote_row> rows;
-  std::map<std::pair<std::string, std::string_view>, std::size_t> row_of;
-  for (const remote_line& line : remote_lines_) {
-    const context& node = contexts_[line.context];
-    std::string path = node.synthetic ? node.name : region_path(line.context);
-    if (path.empty()) path = "(no region)";
-    const auto [row, inserted] =
-        row_of.try_emplace(std::make_pair(path, std::string_view{line.function}), rows.size());
-    if (inserted) rows.push_back(remote_row{std::move(path), line.function, {}, {}});
-    remote_row& found = rows[row->second];
-    found.volume.merge(line.volume);
-    if (std::find(found.nodes.begin(), found.nodes.end(), line.context) == found.nodes.end())
-      found.nodes.push_back(line.context);
-  }
+  std::vector<remote_row> rows = fold_by_region_path<remote_row>(
+      remote_lines_, [](remote_row& row, const remote_line& line) { row.volume.merge(line.volume); });
   std::sort(rows.begin(), rows.end(), [](const remote_row& a, const remote_row& b) {
     if (a.volume.total_bytes() != b.volume.total_bytes())
       return a.volume.total_bytes() > b.volume.total_bytes();

@@ -503,6 +503,8 @@ class profile_model {
   const runtime::metadata_list& runtime_metadata() const noexcept { return runtime_metadata_; }
 
  private:
+  template <typename Row, typename Line, typename Merge>
+  std::vector<Row> fold_by_region_path(const std::vector<Line>& lines, Merge merge) const;
   struct open_region {
     std::int64_t begin_ns;
     std::uint32_t node;
