@@ -204,6 +204,7 @@ void peer_access_counter::on_resource(api::callback_id id, const void* data) {
         functions_.remove_module(it->second);
         cubins_.erase(it->second);
         module_ids_.erase(it);
+        lines_.clear();  // keyed by code address, which a module loaded later may reuse
       }
       break;
     }
