@@ -78,6 +78,14 @@ void CUPTIAPI take_buffer(CUcontext context, std::uint32_t stream, std::uint8_t*
   while (cuptiActivityGetNextRecord(buffer, valid_bytes, &record) == CUPTI_SUCCESS) {
     ++records;
     if (record->kind < CUPTI_ACTIVITY_KIND_COUNT) ++by_kind[record->kind];
+    if (record->kind == CUPTI_ACTIVITY_KIND_DRIVER) {
+      // A launch call's record (driver_launch_records): its id joins its kernel.
+      const auto* call = reinterpret_cast<const CUpti_ActivityAPI*>(record);
+      const std::vector<bool>& launches = s.launch_ids[1];
+      if (call->cbid < launches.size() && launches[call->cbid] && call->correlationId < tracked_correlations)
+        s.launched[call->correlationId / 64].fetch_or(std::uint64_t{1} << (call->correlationId % 64),
+                                                      std::memory_order_relaxed);
+    }
     if (record->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
       const std::uint32_t id = reinterpret_cast<const CUpti_ActivityKernel10*>(record)->correlationId;
       if (id < tracked_correlations &&
@@ -106,6 +114,25 @@ void CUPTIAPI count_api_call(void*, CUpti_CallbackDomain domain, CUpti_CallbackI
   if (call->callbackSite != CUPTI_API_ENTER || call->correlationId >= tracked_correlations) return;
   s.launched[call->correlationId / 64].fetch_or(std::uint64_t{1} << (call->correlationId % 64),
                                                 std::memory_order_relaxed);
+}
+
+// Activity records for the driver's launch calls only, no callback; the
+// kernels are joined to those records' correlation ids in take_buffer.
+void enable_launch_records(subscriber_state& s, bool external) {
+  const ferret::cupti::api_table& table = ferret::cupti::api_table::cuda();
+  s.launch_ids[1].assign(CUPTI_DRIVER_TRACE_CBID_SIZE, false);
+  for (const CUpti_CallbackId id : table.driver_calls()) {
+    if (table.driver_call(id).effect != ferret::runtime::api_effect::launch) continue;
+    s.launch_ids[1][id] = true;
+    if (cuptiActivityEnableDriverApi(id, 1) != CUPTI_SUCCESS) {
+      const std::lock_guard lock(s.mutex);
+      ++s.counts.callbacks_refused;
+    }
+  }
+  if (!external) return;
+  check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION), "cuptiActivityEnable(EXTERNAL_CORRELATION)");
+  check(cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, 1),
+        "cuptiActivityPushExternalCorrelationId");
 }
 
 }  // namespace
@@ -138,6 +165,11 @@ void start_cupti(const std::vector<CUpti_ActivityKind>& kinds, callback_set call
   for (const CUpti_ActivityKind kind : kinds)
     check(cuptiActivityEnable(kind), "cuptiActivityEnable");
   if (callbacks == callback_set::none) return;
+  if (callbacks == callback_set::driver_launch_records ||
+      callbacks == callback_set::driver_launch_records_external) {
+    enable_launch_records(s, callbacks == callback_set::driver_launch_records_external);
+    return;
+  }
 
   CUpti_SubscriberHandle subscriber = nullptr;
   check(cuptiSubscribe(&subscriber, count_api_call, nullptr), "cuptiSubscribe");
@@ -159,7 +191,9 @@ void start_cupti(const std::vector<CUpti_ActivityKind>& kinds, callback_set call
   for (const CUpti_CallbackId id : table.driver_calls())
     s.launch_ids[1][id] = table.driver_call(id).effect == ferret::runtime::api_effect::launch;
   switch (callbacks) {
-    case callback_set::none: break;
+    case callback_set::none:
+    case callback_set::driver_launch_records:  // handled above: no subscriber
+    case callback_set::driver_launch_records_external: break;
     case callback_set::runtime: enable_domain(CUPTI_CB_DOMAIN_RUNTIME_API); break;
     case callback_set::driver: enable_domain(CUPTI_CB_DOMAIN_DRIVER_API); break;
     case callback_set::both:

@@ -61,6 +61,13 @@ enum class callback_set {
   // records still carry a correlation id a callback saw?):
   driver_launch,  // the driver's launches (the runtime launches through them)
   driver_ferret,  // the driver calls ferret's collector lists
+  // No callback at all (issue 27: does CUPTI's own recording of a call cost
+  // less than a callback?): activity records of the driver's launch calls
+  // alone (cuptiActivityEnableDriverApi), optionally with an external
+  // correlation id pushed once, as a tracer that pushes one at each context
+  // change would in a loop whose context never changes.
+  driver_launch_records,
+  driver_launch_records_external,
 };
 
 struct cupti_counts {

@@ -30,8 +30,12 @@
 //          ferret's collector enables, i.e. without runtime and driver but
 //          with memcpy2, device and context; "none"; or a list) and an API
 //          callback that only counts, for --callbacks=none, runtime, driver,
-//          both (whole domains), launch (the runtime's launch calls) or
-//          ferret (the calls ferret subscribes to by default).
+//          both (whole domains), launch (the runtime's launch calls),
+//          ferret (the calls ferret subscribes to by default), driver-launch
+//          or driver-ferret (driver calls alone); or no callback but activity
+//          records of the driver's launch calls alone: driver-launch-records,
+//          and driver-launch-records-external with an external correlation id
+//          pushed once.
 //
 // Fields: ops and timed_s are the timed operations and the seconds they took
 // (steady_clock); records counts the activity records CUPTI delivered for the
@@ -73,7 +77,8 @@ constexpr int exit_skipped = 77;
 constexpr std::string_view usage_text =
     "usage: ferret-cuda-overhead [--workload=storm|loop|getters] [--mode=bare|cupti]\n"
     "         [--kinds=all|ferret|none|KIND,...]\n"
-    "         [--callbacks=none|runtime|driver|both|launch|ferret|driver-launch|driver-ferret]\n"
+    "         [--callbacks=none|runtime|driver|both|launch|ferret|driver-launch|driver-ferret|\n"
+    "                      driver-launch-records|driver-launch-records-external]\n"
     "         [--launches=N] [--iterations=N] [--calls=N] [--warmup=N] [--gemm=bf16|fp32]\n"
     "  KIND: kernel, memcpy, memcpy2, memset, memory2, sync, runtime, driver, device,\n"
     "        context, overhead\n"
@@ -89,14 +94,17 @@ using names_of = std::array<std::pair<std::string_view, T>, N>;
 constexpr names_of<workload, 3> workload_names{
     {{"storm", workload::storm}, {"loop", workload::loop}, {"getters", workload::getters}}};
 constexpr names_of<mode, 2> mode_names{{{"bare", mode::bare}, {"cupti", mode::cupti}}};
-constexpr names_of<callback_set, 8> callback_names{{{"none", callback_set::none},
+constexpr names_of<callback_set, 10> callback_names{{{"none", callback_set::none},
                                                     {"runtime", callback_set::runtime},
                                                     {"driver", callback_set::driver},
                                                     {"both", callback_set::both},
                                                     {"launch", callback_set::launch},
                                                     {"ferret", callback_set::ferret},
                                                     {"driver-launch", callback_set::driver_launch},
-                                                    {"driver-ferret", callback_set::driver_ferret}}};
+                                                    {"driver-ferret", callback_set::driver_ferret},
+                                                    {"driver-launch-records", callback_set::driver_launch_records},
+                                                    {"driver-launch-records-external",
+                                                     callback_set::driver_launch_records_external}}};
 constexpr names_of<gemm_type, 2> gemm_names{{{"bf16", gemm_type::bf16}, {"fp32", gemm_type::fp32}}};
 
 template <typename T, std::size_t N>

@@ -144,6 +144,8 @@ storm_rows=(
   "CUPTI kernel kind alone|cupti kernel none"
   "kernel + launch callbacks|cupti kernel launch"
   "kernel + driver launch callbacks alone|cupti kernel driver-launch"
+  "kernel + driver launch activity records, no callback|cupti kernel driver-launch-records"
+  "kernel + driver launch records + one external correlation id|cupti kernel driver-launch-records-external"
   "kernel + runtime API activity records|cupti kernel,runtime none"
   "kernel + runtime API activity records + driver launch callbacks|cupti kernel,runtime driver-launch"
   "kernel + ferret's callbacks|cupti kernel ferret"
