@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <array>
 #include <cstdlib>
 #include <unordered_set>
 
@@ -39,8 +38,6 @@ struct inside_counter {
   inside_counter& operator=(const inside_counter&) = delete;
 };
 
-peer_access_counter* g_counter = nullptr;  // the one subscriber (the sanitizer allows one)
-
 // Where the library is looked for: FERRET_SANITIZER_LIBRARY, then beside the
 // toolkits' usual homes, then the loader's path.
 std::vector<std::string> library_candidates() {
@@ -64,8 +61,7 @@ bool look_up(void* library, const char* name, F& function) {
 }  // namespace
 
 struct peer_access_counter::device_table {
-  std::shared_ptr<const memory_ranges::table> ranges_on_host;
-  std::uint64_t version;
+  std::shared_ptr<const memory_ranges::table> ranges_on_host;  // the version it copies
   void* ranges;  // device memory (nullptr when the table is empty)
   std::uint32_t count;
   std::uint32_t launches = 0;  // in flight with this table
@@ -73,7 +69,6 @@ struct peer_access_counter::device_table {
 
 struct peer_access_counter::context_state {
   CUcontext context;
-  std::int32_t device;
   char* slab = nullptr;  // device memory: launch structs, then counters
   bool patches_added = false;
   bool destroyed = false;  // its launches are dropped, its memory gone with it
@@ -89,7 +84,6 @@ struct peer_access_counter::context_state {
 struct peer_access_counter::launch_in_flight {
   context_state* context;
   std::uint32_t slot;
-  std::uint64_t table_version;
   std::shared_ptr<const memory_ranges::table> ranges;  // the table it was given, for decoding
   std::uint32_t device;
   std::uint64_t correlation;
@@ -139,7 +133,6 @@ std::unique_ptr<peer_access_counter> peer_access_counter::start(cubin_lines line
   }
   f.enable_domain(1, counter->subscriber_, api::domain_resource);
   f.enable_domain(1, counter->subscriber_, api::domain_launch);
-  g_counter = counter.get();
   return counter;
 }
 
@@ -148,7 +141,6 @@ peer_access_counter::peer_access_counter(api::functions functions, cubin_lines l
 
 peer_access_counter::~peer_access_counter() {
   if (subscriber_ != nullptr) api_.unsubscribe(subscriber_);
-  if (g_counter == this) g_counter = nullptr;
 }
 
 void peer_access_counter::note_launch_call(std::uint64_t correlation) noexcept {
@@ -268,7 +260,6 @@ peer_access_counter::context_state* peer_access_counter::context_of(CUcontext co
   if (state == nullptr) {
     state = std::make_unique<context_state>();
     state->context = context;
-    state->device = -1;
   }
   return state.get();
 }
@@ -289,8 +280,8 @@ bool peer_access_counter::prepare_slab(context_state& state, CUcontext context) 
 peer_access_counter::device_table* peer_access_counter::current_table(context_state& state,
                                                                      api::stream_handle stream) {
   const std::shared_ptr<const memory_ranges::table> current = ranges_.current();
-  if (!state.tables.empty() && state.tables.back().version == current->version) return &state.tables.back();
-  device_table made{current, current->version, nullptr, static_cast<std::uint32_t>(current->ranges.size())};
+  if (!state.tables.empty() && state.tables.back().ranges_on_host == current) return &state.tables.back();
+  device_table made{current, nullptr, static_cast<std::uint32_t>(current->ranges.size())};
   if (!current->ranges.empty()) {
     const std::size_t bytes = current->ranges.size() * sizeof(ferret_peer_range);
     if (api_.alloc(state.context, &made.ranges, bytes) != api::success) return nullptr;
@@ -324,7 +315,6 @@ void peer_access_counter::on_launch_begin(const api::launch_data& launch) {
     return;
   }
   context_state* state = context_of(launch.context);
-  state->device = static_cast<std::int32_t>(launch.device);
   if (state->slab == nullptr && !prepare_slab(*state, launch.context)) {
     ++launches_without_slot_;
     return;
@@ -363,7 +353,7 @@ void peer_access_counter::on_launch_begin(const api::launch_data& launch) {
         functions_.add({pc, size, interned_names_.emplace(launch.function_name).first->c_str(), module->second});
     }
   }
-  launches_[correlation] = launch_in_flight{state, slot, table->version, table->ranges_on_host,
+  launches_[correlation] = launch_in_flight{state, slot, table->ranges_on_host,
                                             static_cast<std::uint32_t>(launch.device), correlation};
   ++launches_counted_;
 }
@@ -446,7 +436,7 @@ void peer_access_counter::collect(std::vector<runtime::gpu_activity>& activities
     // The slot and its table are free again.
     launch.context->free_slots.push_back(launch.slot);
     for (device_table& kept : launch.context->tables)
-      if (kept.version == launch.table_version && kept.launches > 0) --kept.launches;
+      if (kept.ranges_on_host == launch.ranges && kept.launches > 0) --kept.launches;
   }
 }
 
