@@ -372,6 +372,37 @@ struct gpu_kernel_remote_traffic {
 };
 
 // ---------------------------------------------------------------------------
+// Hardware counters of a GPU sampled at a fixed interval while the program runs
+// (FERRET_CUDA_METRICS_SAMPLING: CUPTI's PM sampling), e.g. the bytes its NVLink
+// and PCIe links sent and received, DRAM traffic, SM activity. Nothing is
+// replayed: the counters cover whatever ran on the GPU in each interval.
+
+/// One sampled counter of a device.
+struct gpu_metric {
+  const char* name;   // the vendor's metric ("nvltx__bytes.sum"); lives as long as the session
+  const char* label;  // for people: "NVLink bytes sent"; lives as long as the session
+  const char* unit;   // "bytes", "cycles", "percent", ...; lives as long as the session
+  bool accumulates;   // a count over the interval (bytes, cycles): its rate is value / length;
+                      // false: a level or ratio that holds over the interval (percent)
+};
+
+/// The counters sampled on one device, announced once before its first interval.
+struct gpu_metric_set {
+  std::uint32_t device;
+  std::vector<gpu_metric> metrics;  // the order of gpu_metric_interval::values
+  std::int64_t interval_ns;         // the sampling interval asked for
+};
+
+/// One sampling interval of one device: each counter's value over
+/// [begin_ns, end_ns) (nanoseconds since the session's start, like records).
+struct gpu_metric_interval {
+  std::uint32_t device;
+  std::int64_t begin_ns;
+  std::int64_t end_ns;
+  const double* values;  // one per metric of the device's gpu_metric_set, in its order
+};
+
+// ---------------------------------------------------------------------------
 // Communication between the processes of a run, from parallel layers such as
 // backends/collectors/mpi. The kinds follow OTF2's MPI event records, so that a backend
 // can write them one to one.
@@ -491,6 +522,12 @@ class backend {
   /// entry per (context, device, target, access, function, instruction, object)
   /// in a call, but a later drain may add to the same key.
   virtual void gpu_remote_accesses(const gpu_remote_access* /*accesses*/, std::size_t /*count*/) {}
+  /// A device's sampled counters (FERRET_CUDA_METRICS_SAMPLING), once, before
+  /// the first gpu_metric_intervals call that has an interval of that device.
+  virtual void gpu_sampled_metrics(const gpu_metric_set& /*set*/) {}
+  /// Counter intervals of one drain, each device's in time order (a later
+  /// drain continues where this one ended); `values` are valid for the call only.
+  virtual void gpu_metric_intervals(const gpu_metric_interval* /*intervals*/, std::size_t /*count*/) {}
   /// The processes of the run know each other now (MPI_Init returned, see
   /// runtime.hpp): a backend that writes one output for all processes agrees on
   /// it here, collectively. Called once, on the thread that initialised the

@@ -93,6 +93,18 @@ struct gpu_remote_access_batch {
   std::vector<access> accesses;
 };
 
+/// Sampled hardware counters of one device since the last call: `values`
+/// holds metric_count values per interval, interval after interval.
+struct gpu_metric_batch {
+  std::uint32_t device = 0;
+  struct interval {
+    std::uint64_t begin_ns;  // CLOCK_MONOTONIC_RAW, as gpu_activity's times
+    std::uint64_t end_ns;
+  };
+  std::vector<interval> intervals;
+  std::vector<double> values;  // intervals.size() × the device's metric count
+};
+
 /// A source of activity that happens outside the program's threads (a GPU).
 /// The runtime calls it on the draining thread at the start of every drain,
 /// before it drains the threads' buffers, so that the launch of every
@@ -121,6 +133,12 @@ class collector {
   /// kernels); collectors that count peer accesses only.
   virtual void collect_remote_accesses(std::vector<gpu_remote_access_batch>& /*batches*/,
                                        bool /*final*/) {}
+  /// Appends the sets of counters sampled on devices that started sampling
+  /// since the last call, and the intervals sampled since then (after
+  /// collect() of the same drain); collectors that sample counters only.
+  virtual void collect_metric_intervals(std::vector<gpu_metric_set>& /*new_sets*/,
+                                        std::vector<gpu_metric_batch>& /*batches*/,
+                                        bool /*final*/) {}
   /// Adds the collector's counts (records, losses) to the output's metadata.
   virtual void add_metadata(metadata_list& metadata) const = 0;
   /// In a fork() child: stop without touching the parent's state.
