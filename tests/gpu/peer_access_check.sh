@@ -60,6 +60,12 @@ if ((status != 0)); then
   cat "$work/peer-summary.txt"
   exit 1
 fi
+if ! grep -q "ferret: FERRET_CUDA_PEER_ACCESSES=1: counting device-initiated traffic with the Compute Sanitizer" \
+       "$work/peer-summary.txt" || ! grep -q "Device-initiated bytes" "$work/peer-summary.txt"; then
+  echo "peer accesses: FAILED: no counting-run line or no device-initiated matrix in the summary; stderr:"
+  cat "$work/peer-summary.txt"
+  exit 1
+fi
 python3 "$here/peer_access_check.py" "$work/peer.out" "$work/peer.peer.json" || {
   echo "peer accesses: the run's stderr:"
   cat "$work/peer-summary.txt"

@@ -15,10 +15,12 @@ namespace api = ferret::compute_sanitizer::api;
 #define SAME_OFFSET(ours, theirs, our_field, their_field) \
   static_assert(offsetof(ours, our_field) == offsetof(theirs, their_field), #ours "::" #our_field)
 
+static_assert(api::domain_driver_api == SANITIZER_CB_DOMAIN_DRIVER_API);
 static_assert(api::domain_resource == SANITIZER_CB_DOMAIN_RESOURCE);
 static_assert(api::domain_launch == SANITIZER_CB_DOMAIN_LAUNCH);
 static_assert(api::context_creation_finished == SANITIZER_CBID_RESOURCE_CONTEXT_CREATION_FINISHED);
 static_assert(api::context_destroy_starting == SANITIZER_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
+static_assert(api::stream_destroy_starting == SANITIZER_CBID_RESOURCE_STREAM_DESTROY_STARTING);
 static_assert(api::module_loaded == SANITIZER_CBID_RESOURCE_MODULE_LOADED);
 static_assert(api::module_unload_starting == SANITIZER_CBID_RESOURCE_MODULE_UNLOAD_STARTING);
 static_assert(api::device_memory_alloc == SANITIZER_CBID_RESOURCE_DEVICE_MEMORY_ALLOC);
@@ -33,6 +35,19 @@ static_assert(api::instruction_global_memory_access == SANITIZER_INSTRUCTION_GLO
 static_assert(api::memory_flag_managed == SANITIZER_MEMORY_FLAG_MANAGED);
 static_assert(api::memory_flag_peer == SANITIZER_MEMORY_FLAG_PEER);
 static_assert(api::success == SANITIZER_SUCCESS);
+
+static_assert(api::api_enter == SANITIZER_API_ENTER);
+static_assert(sizeof(api::callback_data) == sizeof(Sanitizer_CallbackData));
+SAME_OFFSET(api::callback_data, Sanitizer_CallbackData, callback_site, callbackSite);
+SAME_OFFSET(api::callback_data, Sanitizer_CallbackData, function_name, functionName);
+SAME_OFFSET(api::callback_data, Sanitizer_CallbackData, function_params, functionParams);
+SAME_OFFSET(api::callback_data, Sanitizer_CallbackData, function_return_value, functionReturnValue);
+SAME_OFFSET(api::callback_data, Sanitizer_CallbackData, symbol_name, symbolName);
+SAME_OFFSET(api::callback_data, Sanitizer_CallbackData, context, context);
+
+static_assert(sizeof(api::resource_stream_data) == sizeof(Sanitizer_ResourceStreamData));
+SAME_OFFSET(api::resource_stream_data, Sanitizer_ResourceStreamData, context, context);
+SAME_OFFSET(api::resource_stream_data, Sanitizer_ResourceStreamData, stream_handle_, hStream);
 
 static_assert(sizeof(api::resource_context_data) == sizeof(Sanitizer_ResourceContextData));
 SAME_OFFSET(api::resource_context_data, Sanitizer_ResourceContextData, device, device);
@@ -82,6 +97,7 @@ constexpr bool same_abi(R1 (*)(A1...), R2 (*)(A2...)) {
 SAME_FUNCTION(subscribe, sanitizerSubscribe);
 SAME_FUNCTION(unsubscribe, sanitizerUnsubscribe);
 SAME_FUNCTION(enable_domain, sanitizerEnableDomain);
+SAME_FUNCTION(enable_callback, sanitizerEnableCallback);
 SAME_FUNCTION(add_patches, sanitizerAddPatches);
 SAME_FUNCTION(patch_instructions, sanitizerPatchInstructions);
 SAME_FUNCTION(patch_module, sanitizerPatchModule);

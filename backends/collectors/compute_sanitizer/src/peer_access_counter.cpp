@@ -32,10 +32,13 @@ thread_local std::uint64_t t_launch_correlation = 0;
 thread_local bool t_inside_counter = false;
 
 struct inside_counter {
-  inside_counter() { t_inside_counter = true; }
-  ~inside_counter() { t_inside_counter = false; }
+  inside_counter() : outer_(t_inside_counter) { t_inside_counter = true; }
+  ~inside_counter() { t_inside_counter = outer_; }
   inside_counter(const inside_counter&) = delete;
   inside_counter& operator=(const inside_counter&) = delete;
+
+ private:
+  bool outer_;  // nested: a read-back inside a launch callback
 };
 
 // Where the library is looked for: FERRET_SANITIZER_LIBRARY, then beside the
@@ -87,9 +90,12 @@ struct peer_access_counter::launch_in_flight {
   std::shared_ptr<const memory_ranges::table> ranges;  // the table it was given, for decoding
   std::uint32_t device;
   std::uint64_t correlation;
+  api::stream_handle stream;  // read back on it: in order after the kernel
+  std::uint64_t order;        // launches_ are read back oldest first when slots run out
 };
 
 std::unique_ptr<peer_access_counter> peer_access_counter::start(cubin_lines lines,
+                                                                driver_call_handler on_driver_call,
                                                                 std::string& error) {
   void* library = nullptr;
   std::string tried;
@@ -109,6 +115,7 @@ std::unique_ptr<peer_access_counter> peer_access_counter::start(cubin_lines line
       look_up(library, "sanitizerSubscribe", f.subscribe) &&
       look_up(library, "sanitizerUnsubscribe", f.unsubscribe) &&
       look_up(library, "sanitizerEnableDomain", f.enable_domain) &&
+      look_up(library, "sanitizerEnableCallback", f.enable_callback) &&
       look_up(library, "sanitizerAddPatches", f.add_patches) &&
       look_up(library, "sanitizerPatchInstructions", f.patch_instructions) &&
       look_up(library, "sanitizerPatchModule", f.patch_module) &&
@@ -123,7 +130,7 @@ std::unique_ptr<peer_access_counter> peer_access_counter::start(cubin_lines line
     error = "the Compute Sanitizer's library lacks functions ferret needs (older than CUDA 12.4?)";
     return nullptr;
   }
-  std::unique_ptr<peer_access_counter> counter{new peer_access_counter(f, std::move(lines))};
+  std::unique_ptr<peer_access_counter> counter{new peer_access_counter(f, std::move(lines), on_driver_call)};
   if (const api::result result = f.subscribe(&counter->subscriber_, on_callback, counter.get());
       result != api::success) {
     error = fmt::format("the Compute Sanitizer refused a subscriber ({}); is the program running "
@@ -131,13 +138,34 @@ std::unique_ptr<peer_access_counter> peer_access_counter::start(cubin_lines line
                         counter->error_text(result));
     return nullptr;
   }
-  f.enable_domain(1, counter->subscriber_, api::domain_resource);
-  f.enable_domain(1, counter->subscriber_, api::domain_launch);
+  if (const api::result result = f.enable_domain(1, counter->subscriber_, api::domain_resource);
+      result != api::success) {
+    error = fmt::format("the Compute Sanitizer refused its resource callbacks ({})", counter->error_text(result));
+    return nullptr;
+  }
+  if (const api::result result = f.enable_domain(1, counter->subscriber_, api::domain_launch);
+      result != api::success) {
+    error = fmt::format("the Compute Sanitizer refused its launch callbacks ({})", counter->error_text(result));
+    return nullptr;
+  }
   return counter;
 }
 
-peer_access_counter::peer_access_counter(api::functions functions, cubin_lines lines)
-    : api_(functions), lines_from_cubins_(std::move(lines)) {}
+peer_access_counter::peer_access_counter(api::functions functions, cubin_lines lines,
+                                         driver_call_handler on_driver_call)
+    : api_(functions), lines_from_cubins_(std::move(lines)), on_driver_call_(on_driver_call) {}
+
+bool peer_access_counter::forward_driver_call(std::uint32_t cbid) {
+  return api_.enable_callback(1, subscriber_, api::domain_driver_api, cbid) == api::success;
+}
+
+std::uint32_t peer_access_counter::device_of(CUcontext context) const {
+  std::lock_guard lock{mutex_};
+  const auto it = devices_.find(context);
+  return it != devices_.end() ? it->second : 0;
+}
+
+bool peer_access_counter::inside() noexcept { return t_inside_counter; }
 
 peer_access_counter::~peer_access_counter() {
   if (subscriber_ != nullptr) api_.unsubscribe(subscriber_);
@@ -162,7 +190,10 @@ std::string peer_access_counter::error_text(api::result result) const {
 
 void peer_access_counter::on_callback(void* self, int domain, api::callback_id id, const void* data) {
   auto* counter = static_cast<peer_access_counter*>(self);
-  if (domain == api::domain_resource) {
+  if (domain == api::domain_driver_api) {
+    if (!t_inside_counter && counter->on_driver_call_ != nullptr)
+      counter->on_driver_call_(id, *static_cast<const api::callback_data*>(data));
+  } else if (domain == api::domain_resource) {
     counter->on_resource(id, data);
   } else if (domain == api::domain_launch) {
     if (id == api::launch_begin) counter->on_launch_begin(*static_cast<const api::launch_data*>(data));
@@ -173,19 +204,38 @@ void peer_access_counter::on_callback(void* self, int domain, api::callback_id i
 void peer_access_counter::on_resource(api::callback_id id, const void* data) {
   if (t_inside_counter) return;
   switch (id) {
-    case api::context_destroy_starting: {
+    case api::context_creation_finished: {
       const auto& context = *static_cast<const api::resource_context_data*>(data);
       std::lock_guard lock{mutex_};
-      const auto state = contexts_.find(context.context);
-      if (state == contexts_.end()) break;
-      state->second->destroyed = true;
-      for (auto it = launches_.begin(); it != launches_.end();)
-        if (it->second.context == state->second.get()) {
-          ++launches_never_ended_;
-          it = launches_.erase(it);
-        } else {
-          ++it;
-        }
+      devices_[context.context] = static_cast<std::uint32_t>(context.device);
+      break;
+    }
+    case api::context_destroy_starting: {
+      // Its launches are read back while it still exists.
+      const auto& context = *static_cast<const api::resource_context_data*>(data);
+      std::vector<launch_in_flight> going;
+      {
+        std::lock_guard lock{mutex_};
+        const auto state = contexts_.find(context.context);
+        if (state == contexts_.end()) break;
+        const context_state* which = state->second.get();
+        going = take_launches([which](const launch_in_flight& launch) { return launch.context == which; });
+      }
+      finish(going);
+      std::lock_guard lock{mutex_};
+      if (const auto state = contexts_.find(context.context); state != contexts_.end())
+        state->second->destroyed = true;
+      break;
+    }
+    case api::stream_destroy_starting: {
+      // Its launches are read back on it while it still exists.
+      const auto& stream = *static_cast<const api::resource_stream_data*>(data);
+      std::vector<launch_in_flight> going;
+      {
+        std::lock_guard lock{mutex_};
+        going = take_launches([&](const launch_in_flight& launch) { return launch.stream == stream.stream_handle_; });
+      }
+      finish(going);
       break;
     }
     case api::module_loaded: module_loaded(*static_cast<const api::resource_module_data*>(data)); break;
@@ -308,20 +358,39 @@ void peer_access_counter::release_tables(context_state& state) {
 
 void peer_access_counter::on_launch_begin(const api::launch_data& launch) {
   const std::uint64_t correlation = t_launch_correlation;
-  std::lock_guard lock{mutex_};
-  const inside_counter inside;
   if (correlation == 0) {
+    std::lock_guard lock{mutex_};
     ++launches_without_call_;  // no launch call seen: nothing to join the counts with
     return;
   }
+  const inside_counter inside;
+  std::unique_lock lock{mutex_};
   context_state* state = context_of(launch.context);
   if (state->slab == nullptr && !prepare_slab(*state, launch.context)) {
     ++launches_without_slot_;
     return;
   }
   if (state->free_slots.empty()) {
-    ++launches_without_slot_;
-    return;
+    // Every slot in flight (no drain since): the oldest launch's counters are
+    // read back here, waiting for its kernel, rather than lose this launch's.
+    const launch_in_flight* oldest = nullptr;
+    for (const auto& [id, known] : launches_)
+      if (known.context == state && (oldest == nullptr || known.order < oldest->order)) oldest = &known;
+    if (oldest == nullptr) {
+      ++launches_without_slot_;
+      return;
+    }
+    const std::uint64_t oldest_order = oldest->order;
+    std::vector<launch_in_flight> waited =
+        take_launches([oldest_order](const launch_in_flight& known) { return known.order == oldest_order; });
+    lock.unlock();
+    finish(waited);
+    lock.lock();
+    ++launches_waited_for_slot_;
+    if (state->free_slots.empty()) {
+      ++launches_without_slot_;
+      return;
+    }
   }
   device_table* table = current_table(*state, launch.stream_handle_);
   if (table == nullptr) {
@@ -353,8 +422,11 @@ void peer_access_counter::on_launch_begin(const api::launch_data& launch) {
         functions_.add({pc, size, interned_names_.emplace(launch.function_name).first->c_str(), module->second});
     }
   }
-  launches_[correlation] = launch_in_flight{state, slot, table->ranges_on_host,
-                                            static_cast<std::uint32_t>(launch.device), correlation};
+  launches_[correlation] = launch_in_flight{state,       slot,
+                                            table->ranges_on_host,
+                                            static_cast<std::uint32_t>(launch.device),
+                                            correlation, launch.stream_handle_,
+                                            launch_order_++};
   ++launches_counted_;
 }
 
@@ -365,46 +437,55 @@ bool peer_access_counter::read_back(launch_in_flight& launch, std::vector<ferret
   lost[0] = lost[1] = 0;
   context_state& state = *launch.context;
   if (state.destroyed) return false;
-  // The NULL stream: the kernel has ended; the copy waits for the context's
-  // blocking streams (docs/gpu-inside.md, "Device-initiated traffic").
-  if (api_.memcpy_device_to_host(&header, state.launch_struct(launch.slot), sizeof header, nullptr) != api::success) {
+  // On the launch's stream: the copy waits for the kernel, and for nothing else.
+  if (api_.memcpy_device_to_host(&header, state.launch_struct(launch.slot), sizeof header, launch.stream) !=
+      api::success) {
     ++read_failures_;
     return true;
   }
   std::copy(std::begin(header.lost), std::end(header.lost), std::begin(lost));
   if (header.used_slots == 0) return false;
   counters.resize(counters_per_launch);
-  if (api_.memcpy_device_to_host(counters.data(), state.counters(launch.slot), counters_bytes, nullptr) != api::success) {
+  if (api_.memcpy_device_to_host(counters.data(), state.counters(launch.slot), counters_bytes, launch.stream) !=
+      api::success) {
     ++read_failures_;
     counters.clear();
   }
   return true;
 }
 
-void peer_access_counter::collect(std::vector<runtime::gpu_activity>& activities, bool final) {
-  totals_.clear();
-  // The launches whose kernels ended (their records are here), taken out
-  // under the lock; the device is read without it (see mutex_).
-  std::vector<std::pair<std::size_t, launch_in_flight>> ended;
+template <typename Predicate>
+std::vector<peer_access_counter::launch_in_flight> peer_access_counter::take_launches(Predicate which) {
+  std::vector<launch_in_flight> taken;
+  for (auto it = launches_.begin(); it != launches_.end();)
+    if (which(it->second)) {
+      taken.push_back(it->second);
+      it = launches_.erase(it);
+    } else {
+      ++it;
+    }
+  std::sort(taken.begin(), taken.end(), [](const auto& a, const auto& b) { return a.order < b.order; });
+  return taken;
+}
+
+void peer_access_counter::collect(bool /*final*/) {
+  std::vector<launch_in_flight> in_flight;
   {
     std::lock_guard lock{mutex_};
-    for (std::size_t i = 0; i < activities.size(); ++i) {
-      if (activities[i].operation != runtime::gpu_operation::kernel) continue;
-      const auto it = launches_.find(activities[i].launch.correlation);
-      if (it == launches_.end()) continue;
-      ended.emplace_back(i, it->second);
-      launches_.erase(it);
-    }
-    if (final) launches_never_ended_ += launches_.size();
+    in_flight = take_launches([](const launch_in_flight&) { return true; });
   }
+  finish(in_flight);
+}
+
+void peer_access_counter::finish(std::vector<launch_in_flight>& launches) {
+  const inside_counter inside;
   std::vector<ferret_peer_counter> counters;
-  for (auto& [index, launch] : ended) {
+  for (launch_in_flight& launch : launches) {
     std::uint64_t lost[ferret_peer_loss_reasons] = {0, 0};
     const bool used = read_back(launch, counters, lost);
     std::lock_guard lock{mutex_};
     if (used) launch.context->dirty[launch.slot] = true;
     if (launch.context->destroyed) continue;
-    const std::size_t first = batches_.size();
     decode_launch(counters.data(), counters.size(), lost, *launch.ranges, launch.correlation, launch.device,
                   functions_, [this](const function_map::function& function, std::uint64_t offset) {
                     return line_of(function, offset);
@@ -416,23 +497,6 @@ void peer_access_counter::collect(std::vector<runtime::gpu_activity>& activities
                     return low == high ? low : 0;
                   },
                   batches_, losses_);
-    // The launch's totals per memory reached, most bytes first.
-    runtime::gpu_kernel_remote_traffic totals{};
-    for (std::size_t b = first; b < batches_.size(); ++b)
-      for (const auto& access : batches_[b].accesses) {
-        auto* target = std::find_if(totals.targets, totals.targets + totals.target_count,
-                                    [&](const auto& known) { return known.device == access.target_device; });
-        if (target == totals.targets + totals.target_count) {
-          if (totals.target_count == runtime::gpu_kernel_remote_traffic::max_targets) continue;
-          *target = {access.target_device, 0, 0};
-          ++totals.target_count;
-        }
-        (access.kind == runtime::memory_access::load ? target->loaded_bytes : target->stored_bytes) += access.bytes;
-      }
-    std::sort(totals.targets, totals.targets + totals.target_count, [](const auto& a, const auto& b) {
-      return a.loaded_bytes + a.stored_bytes > b.loaded_bytes + b.stored_bytes;
-    });
-    if (totals.target_count != 0) activities[index].remote = &totals_.emplace_back(totals);
     // The slot and its table are free again.
     launch.context->free_slots.push_back(launch.slot);
     for (device_table& kept : launch.context->tables)
@@ -465,8 +529,8 @@ void peer_access_counter::add_metadata(runtime::metadata_list& metadata) const {
   metadata.emplace_back("peer-access-modules-refused", count(modules_refused_));
   metadata.emplace_back("peer-access-launches-counted", count(launches_counted_));
   metadata.emplace_back("peer-access-launches-not-counted-no-slot", count(launches_without_slot_));
+  metadata.emplace_back("peer-access-launches-waited-for-a-slot", count(launches_waited_for_slot_));
   metadata.emplace_back("peer-access-launches-not-counted-no-call", count(launches_without_call_));
-  metadata.emplace_back("peer-access-launches-never-ended", count(launches_never_ended_));
   metadata.emplace_back("peer-access-read-failures", count(read_failures_));
   metadata.emplace_back("peer-accesses-lost-table-full", count(losses_.accesses_lost_table_full));
   metadata.emplace_back("peer-accesses-lost-key-overflow", count(losses_.accesses_lost_key_overflow));

@@ -4,15 +4,24 @@
 // function (peer_access_patch.cu), which counts on the device the accesses
 // that leave the executing GPU's memory; nothing per access reaches the host.
 //
+// The Compute Sanitizer and CUPTI exclude each other in a process (measured,
+// CUDA 13.0: once the sanitizer has a subscriber CUPTI refuses every call
+// with CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED; a sanitizer subscribed
+// after CUPTI gets no callback), so a counting run takes the API calls from
+// the sanitizer's driver callbacks too (forwarded to the collector, which
+// gives each outermost call its correlation id) and has no GPU timeline.
+//
 //   program thread (sanitizer callbacks)       drain thread (collect)
 //   ────────────────────────────────────       ──────────────────────
-//   module loaded: add ferret's patch,          kernels whose records arrived
-//     patch its global accesses                   (they ended): copy their
-//   memory allocated/freed: the ranges            counters back, decode them
-//   launch begin: a counter slot for the          (peer_access_decoder) into
-//     launch, the current range table on          the launch's totals and
-//     its device; joined to the CUPTI             per-instruction batches,
-//     launch call's correlation id                zero the slot, free it
+//   module loaded: add ferret's patch,          every launch in flight: copy
+//     patch its global accesses                   its counters back on its own
+//   memory allocated/freed: the ranges            stream (the copy waits for the
+//   launch begin: a counter slot for the          kernel), decode them
+//     launch, the current range table on          (peer_access_decoder) into
+//     its device; joined to its launch            per-instruction batches, zero
+//     call's correlation id                       the slot, free it
+//   no slot free, a stream or context going:
+//     read back its launches there
 //
 // Counted: kernels launched through the launch APIs. Not yet: kernels replayed
 // from CUDA graphs (their launches carry no counter slot, the patch returns at
@@ -51,23 +60,34 @@ class peer_access_counter {
         const std::string& cubin, const char* function, std::uint64_t pc_offset)>
         line_of;
   };
+  /// The program's driver API calls, forwarded from the sanitizer's callbacks
+  /// (on the calling thread, at entry and at exit; `cbid` numbers are CUPTI's:
+  /// both APIs number driver calls alike). Not for calls made while the
+  /// counter itself calls CUDA.
+  using driver_call_handler = void (*)(std::uint32_t cbid, const api::callback_data& call);
   /// Loads the Compute Sanitizer and subscribes; on failure returns nullptr
   /// and sets `error` to one line.
-  static std::unique_ptr<peer_access_counter> start(cubin_lines lines, std::string& error);
+  static std::unique_ptr<peer_access_counter> start(cubin_lines lines, driver_call_handler on_driver_call,
+                                                    std::string& error);
+  /// Forwards the calls with this callback id to the handler; false if refused.
+  bool forward_driver_call(std::uint32_t cbid);
+  /// The device of a context the program created (0 if unknown).
+  std::uint32_t device_of(CUcontext context) const;
+  /// True on a thread while the counter calls CUDA (its calls are not the program's).
+  static bool inside() noexcept;
   ~peer_access_counter();
   peer_access_counter(const peer_access_counter&) = delete;
   peer_access_counter& operator=(const peer_access_counter&) = delete;
 
-  /// On the launching thread, at the entry of a launch call (CUPTI's API
-  /// callback): the correlation id the launch's counters are joined with.
+  /// On the launching thread, at the entry of a launch call: the correlation
+  /// id the launch's counters are joined with.
   static void note_launch_call(std::uint64_t correlation) noexcept;
   /// At the exit of that call.
   static void end_launch_call(std::uint64_t correlation) noexcept;
 
-  /// Kernels of `activities` whose launches were counted get their totals
-  /// (gpu_activity::remote, valid until the next call) and their counters
-  /// become batches for hand_over. Call after the activity flush.
-  void collect(std::vector<runtime::gpu_activity>& activities, bool final);
+  /// Reads back every launch in flight (waiting, on each launch's stream, for
+  /// its kernel to end) into batches for hand_over.
+  void collect(bool final);
   void hand_over(std::vector<runtime::gpu_remote_access_batch>& batches);
   void add_metadata(runtime::metadata_list& metadata) const;
 
@@ -76,13 +96,18 @@ class peer_access_counter {
   struct device_table;
   struct launch_in_flight;
 
-  peer_access_counter(api::functions functions, cubin_lines lines);
+  peer_access_counter(api::functions functions, cubin_lines lines, driver_call_handler on_driver_call);
   static void on_callback(void* self, int domain, api::callback_id id, const void* data);
   void on_resource(api::callback_id id, const void* data);
   void on_launch_begin(const api::launch_data& launch);
   void module_loaded(const api::resource_module_data& module);
   context_state* context_of(CUcontext context);  // under mutex_
   bool prepare_slab(context_state& state, CUcontext context);
+  // Takes out of launches_ those `which` selects (under mutex_).
+  template <typename Predicate>
+  std::vector<launch_in_flight> take_launches(Predicate which);
+  // Reads back and decodes launches taken out of launches_; without mutex_ held.
+  void finish(std::vector<launch_in_flight>& launches);
   device_table* current_table(context_state& state, api::stream_handle stream);  // under mutex_
   void release_tables(context_state& state);  // under mutex_
   // Copies a launch's counters back; false when it took none (nothing to zero).
@@ -93,6 +118,7 @@ class peer_access_counter {
 
   const api::functions api_;
   const cubin_lines lines_from_cubins_;
+  const driver_call_handler on_driver_call_;
   api::subscriber_handle subscriber_ = nullptr;
 
   mutable std::mutex mutex_;  // guards everything below; never held while calling CUDA from the drain
@@ -102,17 +128,18 @@ class peer_access_counter {
   std::unordered_map<CUmodule, std::uint64_t> module_ids_;
   std::uint64_t next_module_id_ = 1;
   function_map functions_;
+  std::unordered_map<CUcontext, std::uint32_t> devices_;
   std::unordered_map<std::uint64_t, launch_in_flight> launches_;  // by correlation id
+  std::uint64_t launch_order_ = 0;
   std::vector<runtime::gpu_remote_access_batch> batches_;
-  std::deque<runtime::gpu_kernel_remote_traffic> totals_;  // pointed to by the last collect's activities
   decode_losses losses_;
   std::uint64_t modules_patched_ = 0;
   std::uint64_t modules_refused_ = 0;
   std::uint64_t launches_counted_ = 0;
   std::uint64_t launches_without_slot_ = 0;
+  std::uint64_t launches_waited_for_slot_ = 0;
   std::uint64_t launches_without_call_ = 0;
   std::uint64_t read_failures_ = 0;
-  std::uint64_t launches_never_ended_ = 0;
   std::unordered_set<std::string> interned_names_;  // functions and files: stable c_str()
   std::map<std::pair<std::uint64_t, std::uint64_t>, source_line> lines_;  // by function start, offset
   bool said_refusal_ = false;

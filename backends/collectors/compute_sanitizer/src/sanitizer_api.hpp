@@ -23,12 +23,14 @@ using launch_handle = struct launch_st*;          // Sanitizer_LaunchHandle
 using callback_id = std::uint32_t;                // Sanitizer_CallbackId
 
 // Sanitizer_CallbackDomain
+inline constexpr int domain_driver_api = 1;
 inline constexpr int domain_resource = 3;
 inline constexpr int domain_launch = 5;
 
 // Sanitizer_CallbackIdResource
 inline constexpr callback_id context_creation_finished = 3;
 inline constexpr callback_id context_destroy_starting = 4;
+inline constexpr callback_id stream_destroy_starting = 7;
 inline constexpr callback_id module_loaded = 9;
 inline constexpr callback_id module_unload_starting = 10;
 inline constexpr callback_id device_memory_alloc = 11;
@@ -48,6 +50,24 @@ inline constexpr int instruction_global_memory_access = 3;
 // Sanitizer_ResourceMemoryFlags
 inline constexpr std::uint32_t memory_flag_managed = 0x2;
 inline constexpr std::uint32_t memory_flag_peer = 0x10;
+
+// Sanitizer_ApiCallbackSite
+inline constexpr int api_enter = 0;
+
+struct callback_data {  // Sanitizer_CallbackData
+  int callback_site;    // Sanitizer_ApiCallbackSite
+  const char* function_name;
+  const void* function_params;
+  const void* function_return_value;
+  const char* symbol_name;
+  CUcontext context;
+};
+
+struct resource_stream_data {  // Sanitizer_ResourceStreamData
+  CUcontext context;
+  CUstream stream;
+  stream_handle stream_handle_;
+};
 
 struct resource_context_data {  // Sanitizer_ResourceContextData
   CUcontext context;
@@ -101,6 +121,7 @@ struct functions {
   result (*subscribe)(subscriber_handle*, callback_fn, void*) = nullptr;
   result (*unsubscribe)(subscriber_handle) = nullptr;
   result (*enable_domain)(std::uint32_t enable, subscriber_handle, int domain) = nullptr;
+  result (*enable_callback)(std::uint32_t enable, subscriber_handle, int domain, callback_id) = nullptr;
   result (*add_patches)(const void* image, CUcontext) = nullptr;
   result (*patch_instructions)(int instruction, CUmodule, const char* device_function) = nullptr;
   result (*patch_module)(CUmodule) = nullptr;

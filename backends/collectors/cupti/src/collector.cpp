@@ -38,6 +38,7 @@
 #include "cupti_error.hpp"
 #include "pc_sampling.hpp"
 #include "peer_access_setting.hpp"
+#include "sanitizer_api.hpp"
 #ifdef FERRET_HAVE_PEER_ACCESS_PATCH
 #include "cubin_line_info.hpp"
 #include "peer_access_counter.hpp"
@@ -114,6 +115,18 @@ class cuda_collector final : public runtime::collector {
   void add_metadata(runtime::metadata_list& metadata) const override;
   void abandon() noexcept override;
 
+  /// A counting run (FERRET_CUDA_PEER_ACCESSES=1): a driver call forwarded
+  /// from the Compute Sanitizer, given the correlation id CUPTI would have.
+  void on_counted_driver_call(std::uint32_t id, const compute_sanitizer::api::callback_data& call);
+  std::uint32_t counted_device_of(CUcontext context) const {
+#ifdef FERRET_HAVE_PEER_ACCESS_PATCH
+    return peer_accesses_ != nullptr ? peer_accesses_->device_of(context) : 0;
+#else
+    (void)context;
+    return 0;
+#endif
+  }
+
   void on_api(CUpti_CallbackDomain domain, CUpti_CallbackId id, const CUpti_CallbackData& call) {
 #ifdef FERRET_HAVE_PEER_ACCESS_PATCH
     // The launch call's id, for the counters of the launch it makes.
@@ -145,7 +158,7 @@ class cuda_collector final : public runtime::collector {
   cuda_collector() = default;
   void subscribe();
   void subscribe_api_calls(const cuda_api_setting& setting);
-  void start_peer_accesses();
+  bool start_counting_run(const cuda_api_setting& setting, bool pc_sampling_asked);
   void describe_device(std::uint32_t device);
   std::int64_t to_monotonic_raw(std::int64_t cupti_ns) const noexcept {
     return cupti_ns + offset_ns_.load(std::memory_order_relaxed);
@@ -154,6 +167,7 @@ class cuda_collector final : public runtime::collector {
 
   std::once_flag started_;
   std::atomic<bool> active_{false};
+  bool counting_run_ = false;  // the Compute Sanitizer, not CUPTI: no GPU activity
   CUpti_SubscriberHandle subscriber_{};
   // Set once in subscribe(), before any API callback is enabled.
   std::unique_ptr<api_calls> calls_;
@@ -237,6 +251,8 @@ void cuda_collector::subscribe() {
                                        peer_value));
     count_peer_accesses = false;
   }
+  // Before CUPTI is touched: the two exclude each other (peer_access_counter.hpp).
+  if (*count_peer_accesses && start_counting_run(*setting, sampling->on)) return;
   std::uint32_t version = 0;
   if (const CUptiResult result = cuptiGetVersion(&version); result != CUPTI_SUCCESS) {
     runtime::print_message(fmt::format("cannot use CUPTI ({}); running without GPU data", cupti_error(result)));
@@ -258,7 +274,6 @@ void cuda_collector::subscribe() {
   driver_loaded_ = driver_.load();
   if (sampling->on)
     sampler_ = std::make_unique<pc_sampler>(*sampling, driver_loaded_ ? driver_.get_attribute : nullptr);
-  if (*count_peer_accesses) start_peer_accesses();
   // Before any kind is enabled, so that every record uses it.
   using_timestamp_callback_ =
       cuptiActivityRegisterTimestampCallback(timestamp_callback) == CUPTI_SUCCESS;
@@ -509,6 +524,12 @@ void cuda_collector::refresh_offset() noexcept {
 void cuda_collector::collect(std::vector<gpu_activity>& activities,
                              std::vector<gpu_device_info>& new_devices, bool final) {
   if (!active_.load()) return;
+#ifdef FERRET_HAVE_PEER_ACCESS_PATCH
+  if (counting_run_) {
+    peer_accesses_->collect(final);
+    return;
+  }
+#endif
   if (!using_timestamp_callback_) refresh_offset();
   // Samples first: every kernel that ended before this point has its record
   // in the flush below (sample_attribution.hpp).
@@ -531,9 +552,6 @@ void cuda_collector::collect(std::vector<gpu_activity>& activities,
   }
   calls_->name_objects(done);
   if (sampler_ != nullptr) sampler_->attribute(done, now, final);
-#ifdef FERRET_HAVE_PEER_ACCESS_PATCH
-  if (peer_accesses_ != nullptr) peer_accesses_->collect(done, final);
-#endif
   activities.insert(activities.end(), done.begin(), done.end());
 }
 
@@ -541,6 +559,15 @@ void cuda_collector::add_metadata(runtime::metadata_list& metadata) const {
   const auto count = [](const std::atomic<std::uint64_t>& value) {
     return static_cast<std::int64_t>(value.load(std::memory_order_relaxed));
   };
+#ifdef FERRET_HAVE_PEER_ACCESS_PATCH
+  if (counting_run_) {
+    metadata.emplace_back("cuda-collector", std::string{"Compute Sanitizer (FERRET_CUDA_PEER_ACCESSES=1): "
+                                                        "no GPU timeline"});
+    calls_->add_metadata(metadata);
+    peer_accesses_->add_metadata(metadata);
+    return;
+  }
+#endif
   metadata.emplace_back("cupti-clock", using_timestamp_callback_
                                            ? std::string{"timestamp callback (CLOCK_MONOTONIC_RAW)"}
                                            : std::string{"offset to cuptiGetTimestamp"});
@@ -551,12 +578,50 @@ void cuda_collector::add_metadata(runtime::metadata_list& metadata) const {
   metadata.emplace_back("cupti-overhead-ns", count(overhead_ns_));
   calls_->add_metadata(metadata);
   if (sampler_ != nullptr) sampler_->add_metadata(metadata);
+}
+
 #ifdef FERRET_HAVE_PEER_ACCESS_PATCH
-  if (peer_accesses_ != nullptr) peer_accesses_->add_metadata(metadata);
+// Correlation ids of a counting run's calls: the outermost driver call of a
+// thread takes one; calls it makes inside share it, as CUPTI's would.
+std::atomic<std::uint64_t> next_counted_call{1};
+thread_local std::uint64_t t_counted_call = 0;
+thread_local std::uint32_t t_counted_depth = 0;
+
+void forward_counted_driver_call(std::uint32_t id, const compute_sanitizer::api::callback_data& call) {
+  cuda_collector::instance().on_counted_driver_call(id, call);
+}
+
+std::uint32_t device_of_counted_context(CUcontext context) {
+  return cuda_collector::instance().counted_device_of(context);
+}
+#endif
+
+void cuda_collector::on_counted_driver_call(std::uint32_t id, const compute_sanitizer::api::callback_data& call) {
+#ifdef FERRET_HAVE_PEER_ACCESS_PATCH
+  const bool entering = call.callback_site == compute_sanitizer::api::api_enter;
+  if (entering && t_counted_depth++ == 0) t_counted_call = next_counted_call.fetch_add(1, std::memory_order_relaxed);
+  CUpti_CallbackData translated{};
+  translated.callbackSite = entering ? CUPTI_API_ENTER : CUPTI_API_EXIT;
+  translated.functionName = call.function_name;
+  translated.functionParams = call.function_params;
+  translated.functionReturnValue = const_cast<void*>(call.function_return_value);  // CUPTI declares it writable
+  translated.symbolName = call.symbol_name;
+  translated.context = call.context;
+  translated.correlationId = static_cast<std::uint32_t>(t_counted_call);
+  // Only the outermost call: api_calls joins device work to it.
+  if (t_counted_depth == 1) on_api(CUPTI_CB_DOMAIN_DRIVER_API, id, translated);
+  if (!entering && t_counted_depth > 0) --t_counted_depth;
+#else
+  (void)id;
+  (void)call;
 #endif
 }
 
-void cuda_collector::start_peer_accesses() {
+// FERRET_CUDA_PEER_ACCESSES=1: the Compute Sanitizer counts device-initiated
+// traffic and, since CUPTI cannot run beside it, also forwards the driver
+// calls that api_calls records or counts. False (and one line said) when the
+// sanitizer cannot be used: the run goes on with CUPTI, uncounted.
+bool cuda_collector::start_counting_run(const cuda_api_setting& setting, bool pc_sampling_asked) {
 #ifdef FERRET_HAVE_PEER_ACCESS_PATCH
   compute_sanitizer::peer_access_counter::cubin_lines lines{
       cubin_has_line_info,
@@ -567,12 +632,38 @@ void cuda_collector::start_peer_accesses() {
         return std::nullopt;
       }};
   std::string error;
-  peer_accesses_ = compute_sanitizer::peer_access_counter::start(std::move(lines), error);
-  if (peer_accesses_ == nullptr)
-    runtime::print_message(fmt::format("FERRET_CUDA_PEER_ACCESSES=1: {}; device-initiated traffic is not counted", error));
+  peer_accesses_ = compute_sanitizer::peer_access_counter::start(std::move(lines), forward_counted_driver_call, error);
+  if (peer_accesses_ == nullptr) {
+    runtime::print_message(fmt::format("FERRET_CUDA_PEER_ACCESSES=1: {}; device-initiated traffic is not "
+                                       "counted (tracing with CUPTI instead)",
+                                       error));
+    return false;
+  }
+  // The driver calls only: the sanitizer numbers them as CUPTI does (checked
+  // on the GPU machine by tests/gpu/sanitizer_layouts.cpp's companion check).
+  calls_ = std::make_unique<api_calls>(cuda_api_setting{setting.recording, true},
+                                       api_calls::services{device_of_counted_context, nullptr});
+  std::size_t refused = 0;
+  for (const CUpti_CallbackId id : api_table::cuda().driver_calls())
+    if (!peer_accesses_->forward_driver_call(id)) ++refused;
+  if (refused > 0)
+    runtime::print_message(fmt::format("FERRET_CUDA_PEER_ACCESSES=1: the Compute Sanitizer refused the "
+                                       "callbacks of {} driver calls; these calls are missing",
+                                       refused));
+  runtime::print_message(fmt::format(
+      "FERRET_CUDA_PEER_ACCESSES=1: counting device-initiated traffic with the Compute Sanitizer; CUPTI "
+      "cannot run beside it, so this run has CUDA driver calls but no GPU timeline{}",
+      pc_sampling_asked ? " and no instruction samples (FERRET_CUDA_PC_SAMPLING is ignored)" : ""));
+  counting_run_ = true;
+  active_.store(true);
+  runtime::register_collector(this);
+  return true;
 #else
+  (void)setting;
+  (void)pc_sampling_asked;
   runtime::print_message("FERRET_CUDA_PEER_ACCESSES=1: this ferret was built without nvcc, so without "
                          "its device patch; device-initiated traffic is not counted");
+  return false;
 #endif
 }
 
