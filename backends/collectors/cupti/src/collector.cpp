@@ -36,6 +36,7 @@
 #include "api_calls.hpp"
 #include "api_table.hpp"
 #include "cupti_error.hpp"
+#include "metrics_sampling.hpp"
 #include "pc_sampling.hpp"
 #include "peer_access_setting.hpp"
 #ifdef FERRET_HAVE_PEER_ACCESS_PATCH
@@ -111,6 +112,10 @@ class cuda_collector final : public runtime::collector {
     (void)batches;
 #endif
   }
+  void collect_metric_intervals(std::vector<runtime::gpu_metric_set>& new_sets,
+                                std::vector<runtime::gpu_metric_batch>& batches, bool final) override {
+    if (active_.load() && metrics_ != nullptr) metrics_->take(new_sets, batches, final);
+  }
   void add_metadata(runtime::metadata_list& metadata) const override;
   void abandon() noexcept override;
 
@@ -158,6 +163,7 @@ class cuda_collector final : public runtime::collector {
   // Set once in subscribe(), before any API callback is enabled.
   std::unique_ptr<api_calls> calls_;
   std::unique_ptr<pc_sampler> sampler_;  // FERRET_CUDA_PC_SAMPLING; set once in subscribe()
+  std::unique_ptr<metrics_sampler> metrics_;  // FERRET_CUDA_METRICS_SAMPLING; set once in subscribe()
 #ifdef FERRET_HAVE_PEER_ACCESS_PATCH
   // FERRET_CUDA_PEER_ACCESSES; set once in subscribe(), before any API callback is enabled.
   std::unique_ptr<compute_sanitizer::peer_access_counter> peer_accesses_;
@@ -237,6 +243,14 @@ void cuda_collector::subscribe() {
                                        peer_value));
     count_peer_accesses = false;
   }
+  const char* metrics_value = std::getenv("FERRET_CUDA_METRICS_SAMPLING");
+  std::optional<metrics_sampling_setting> metrics = parse_metrics_sampling(metrics_value);
+  if (!metrics) {
+    runtime::print_message(fmt::format("FERRET_CUDA_METRICS_SAMPLING='{}' is not valid (expected {}); "
+                                       "no counters are sampled",
+                                       metrics_value, metrics_sampling_values));
+    metrics = metrics_sampling_setting{};
+  }
   std::uint32_t version = 0;
   if (const CUptiResult result = cuptiGetVersion(&version); result != CUPTI_SUCCESS) {
     runtime::print_message(fmt::format("cannot use CUPTI ({}); running without GPU data", cupti_error(result)));
@@ -259,6 +273,12 @@ void cuda_collector::subscribe() {
   if (sampling->on)
     sampler_ = std::make_unique<pc_sampler>(*sampling, driver_loaded_ ? driver_.get_attribute : nullptr);
   if (*count_peer_accesses) start_peer_accesses();
+  if (metrics->on) {
+    std::string metrics_error;
+    metrics_ = metrics_sampler::start(*metrics, metrics_error);
+    if (metrics_ == nullptr)
+      runtime::print_message(fmt::format("FERRET_CUDA_METRICS_SAMPLING: {}; no counters are sampled", metrics_error));
+  }
   // Before any kind is enabled, so that every record uses it.
   using_timestamp_callback_ =
       cuptiActivityRegisterTimestampCallback(timestamp_callback) == CUPTI_SUCCESS;
@@ -369,6 +389,7 @@ void cuda_collector::on_resource(CUpti_CallbackId id, const CUpti_ResourceData& 
   }
   describe_device(device);
   if (sampler_ != nullptr) sampler_->context_created(resource.context, device);
+  if (metrics_ != nullptr) metrics_->device_used(device);
 }
 
 void cuda_collector::on_graph_node(CUpti_CallbackId id, const CUpti_GraphData& graph) {
@@ -551,6 +572,7 @@ void cuda_collector::add_metadata(runtime::metadata_list& metadata) const {
   metadata.emplace_back("cupti-overhead-ns", count(overhead_ns_));
   calls_->add_metadata(metadata);
   if (sampler_ != nullptr) sampler_->add_metadata(metadata);
+  if (metrics_ != nullptr) metrics_->add_metadata(metadata);
 #ifdef FERRET_HAVE_PEER_ACCESS_PATCH
   if (peer_accesses_ != nullptr) peer_accesses_->add_metadata(metadata);
 #endif
