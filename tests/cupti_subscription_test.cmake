@@ -19,3 +19,9 @@ add_executable(cupti_sampling_test ${CMAKE_CURRENT_LIST_DIR}/cupti_sampling_test
 target_link_libraries(cupti_sampling_test PRIVATE ferret_cupti_sampling doctest_main ferret_warnings)
 add_test(NAME cupti_sampling_test COMMAND cupti_sampling_test)
 set_tests_properties(cupti_sampling_test PROPERTIES LABELS "unit")
+
+# Sampled counters: the setting, which are sampled, their clock and intervals (no GPU).
+add_executable(cupti_metrics_test ${CMAKE_CURRENT_LIST_DIR}/cupti_metrics_test.cpp)
+target_link_libraries(cupti_metrics_test PRIVATE ferret_cupti_sampling doctest_main ferret_warnings)
+add_test(NAME cupti_metrics_test COMMAND cupti_metrics_test)
+set_tests_properties(cupti_metrics_test PROPERTIES LABELS "unit")

@@ -41,6 +41,16 @@ class journal_backend final : public rt::backend {
                               ? activities[i].source_object->name
                               : std::string{"-"}));
   }
+  void gpu_sampled_metrics(const rt::gpu_metric_set& set) override {
+    journal_.push_back("metrics " + std::to_string(set.device) + " " + set.metrics.at(0).name);
+  }
+  void gpu_metric_intervals(const rt::gpu_metric_interval* intervals, std::size_t count) override {
+    for (std::size_t i = 0; i < count; ++i)
+      journal_.push_back("interval " + std::to_string(intervals[i].device) + " " +
+                         std::to_string(intervals[i].begin_ns) + " " +
+                         std::to_string(intervals[i].values[0]) + " " +
+                         std::to_string(intervals[i].values[1]));
+  }
   void flush(const rt::session_status& status) override {
     std::string line = "flush dropped=" + std::to_string(status.events_dropped);
     if (status.runtime_metadata != nullptr)
@@ -252,4 +262,28 @@ TEST_CASE("a backend that fails to open says so once, drops what was held and is
   CHECK(attempts == 1);
   CHECK(journal.empty());  // neither what was held nor what came later reaches a backend
   CHECK(out->describe() == "waiting");
+}
+
+TEST_CASE("sampled counters are held with their own copies of the values, intervals under the bound") {
+  fixture f;
+  std::unique_ptr<rt::backend> out = f.make(2);
+  const rt::gpu_metric_set set{1, {{"nvlrx__bytes.sum", "NVLink bytes received", "bytes", true},
+                                   {"pcie__read_bytes.sum", "PCIe bytes read", "bytes", true}},
+                               1'000'000};
+  out->gpu_sampled_metrics(set);
+  {
+    std::vector<double> values{1, 2, 3, 4, 5, 6};
+    const rt::gpu_metric_interval intervals[] = {{1, 10, 20, values.data()},
+                                                 {1, 20, 30, values.data() + 2},
+                                                 {1, 30, 40, values.data() + 4}};
+    out->gpu_metric_intervals(intervals, 3);  // the third is over the bound
+    values.assign(values.size(), -1.0);       // valid for the call only
+  }
+  one_process group;
+  out->join_process_group(group);
+  CHECK(f.journal == std::vector<std::string>{"metrics 1 nvlrx__bytes.sum",
+                                              "interval 1 10 1.000000 2.000000",
+                                              "interval 1 20 3.000000 4.000000"});
+  out->flush({nullptr, nullptr, 0, 0, false});
+  CHECK(f.journal.back() == "flush dropped=1 held-dropped=1");
 }

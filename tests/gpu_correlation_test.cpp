@@ -38,7 +38,17 @@ class fake_collector final : public ferret::runtime::collector {
   std::vector<gpu_activity> queued;
   std::vector<ferret::runtime::gpu_sample_batch> queued_samples;
   std::vector<ferret::runtime::gpu_remote_access_batch> queued_remote;
+  std::vector<ferret::runtime::gpu_metric_set> queued_metric_sets;
+  std::vector<ferret::runtime::gpu_metric_batch> queued_metric_batches;
   int abandoned = 0;
+
+  void collect_metric_intervals(std::vector<ferret::runtime::gpu_metric_set>& new_sets,
+                                std::vector<ferret::runtime::gpu_metric_batch>& batches, bool) override {
+    new_sets.insert(new_sets.end(), queued_metric_sets.begin(), queued_metric_sets.end());
+    queued_metric_sets.clear();
+    batches.insert(batches.end(), queued_metric_batches.begin(), queued_metric_batches.end());
+    queued_metric_batches.clear();
+  }
 
   void collect_remote_accesses(std::vector<ferret::runtime::gpu_remote_access_batch>& batches,
                                bool) override {
@@ -473,4 +483,74 @@ TEST_CASE("work the driver starts by itself has no launch to find and is not cou
         metadata_count(before, "gpu-operations-without-launch"));
   CHECK(metadata_count(c, "gpu-operations-without-api-call") ==
         metadata_count(before, "gpu-operations-without-api-call") + 1);
+}
+
+TEST_CASE("sampled counters: each device's set once and first, intervals on the session's clock, "
+          "the malformed dropped and counted") {
+  using ferret::runtime::gpu_metric_batch;
+  fake_collector& source = collector();
+  memory_backend::clear();
+  const std::int64_t start = monotonic_raw_ns();
+  {
+    ferret::region sampled{"sampled"};
+    ferret::flush();  // the region's begin, before the intervals' times
+  }
+  const auto raw = [&](std::int64_t offset) { return static_cast<std::uint64_t>(start + offset); };
+  ferret::runtime::gpu_metric_set set{2, {{"nvltx__bytes.sum", "NVLink bytes sent", "bytes", true},
+                                          {"sm__cycles_active.avg.pct_of_peak_sustained_elapsed",
+                                           "SMs active", "percent", false}},
+                                      1'000'000};
+  source.queued_metric_sets.push_back(set);
+  gpu_metric_batch batch;
+  batch.device = 2;
+  batch.intervals = {{raw(0), raw(1000)}, {raw(1000), raw(2000)}, {raw(2000), raw(3000)}};
+  batch.values = {10, 50, 20, 60, 30, 70};
+  source.queued_metric_batches.push_back(batch);
+  gpu_metric_batch no_set = batch;  // device 9 was never announced
+  no_set.device = 9;
+  source.queued_metric_batches.push_back(no_set);
+  gpu_metric_batch short_values = batch;  // a value missing
+  short_values.values.pop_back();
+  source.queued_metric_batches.push_back(short_values);
+  ferret::flush();
+
+  capture c = memory_backend::snapshot();
+  REQUIRE(c.metric_sets.size() == 1);
+  CHECK(c.metric_sets[0].device == 2);
+  CHECK(c.metric_sets[0].interval_ns == 1'000'000);
+  REQUIRE(c.metric_calls.size() == 2);
+  CHECK(c.metric_calls[0] == "set 2");
+  CHECK(c.metric_calls[1] == "intervals 2 2 2");
+  REQUIRE(c.metric_intervals.size() == 3);
+  const auto& records = c.threads.at(this_tid()).records;
+  const auto sampled = std::find_if(records.begin(), records.end(),
+                                    [](const auto& r) { return r.name == "sampled"; });
+  REQUIRE(sampled != records.end());
+  for (std::size_t i = 0; i < 3; ++i) {
+    const auto& interval = c.metric_intervals[i];
+    CHECK(interval.device == 2);
+    CHECK(interval.end_ns - interval.begin_ns == 1000);
+    CHECK(interval.values == std::vector<double>{10.0 * static_cast<double>(i + 1), 50.0 + 10.0 * static_cast<double>(i)});
+  }
+  // Session-relative like the records: not before the region that began earlier.
+  CHECK(c.metric_intervals[0].begin_ns <= sampled->time_ns);
+  CHECK(c.metric_intervals[0].begin_ns > sampled->time_ns - 1'000'000'000);
+  CHECK(c.metric_intervals[1].begin_ns == c.metric_intervals[0].end_ns);
+  CHECK(metadata_count(c, "gpu-metric-intervals") == 3);
+  CHECK(metadata_count(c, "gpu-metric-intervals-dropped") == 6);
+
+  // The next drain continues: the set again is not announced again; an
+  // interval before the device's last end is dropped.
+  source.queued_metric_sets.push_back(set);
+  batch.intervals = {{raw(2500), raw(3500)}, {raw(3000), raw(4000)}};
+  batch.values = {1, 2, 3, 4};
+  source.queued_metric_batches.push_back(batch);
+  ferret::flush();
+  c = memory_backend::snapshot();
+  CHECK(c.metric_sets.size() == 1);
+  REQUIRE(c.metric_intervals.size() == 4);
+  CHECK(c.metric_intervals[3].values == std::vector<double>{3, 4});
+  CHECK(c.metric_calls.back() == "intervals 2");
+  CHECK(metadata_count(c, "gpu-metric-intervals") == 4);
+  CHECK(metadata_count(c, "gpu-metric-intervals-dropped") == 7);
 }

@@ -7,15 +7,21 @@
 //   region "peer"        (two GPUs with peer access) on GPU 0: loads N floats
 //                        from GPU 1 ("peer_input") and stores M to GPU 1
 //                        ("peer_output")
+//   region "idle"        no GPU work for 20 ms (sampled counters: no traffic)
 // With FERRET_BACKEND=peer_dump (registered below; run through ferret-run)
 // the device-initiated traffic is written as JSON to
-// <FERRET_OUTPUT>.peer.json. Prints one line "expected {json}".
+// <FERRET_OUTPUT>.peer.json; with metrics_dump, the regions and the sampled
+// counters (FERRET_CUDA_METRICS_SAMPLING) to <FERRET_OUTPUT>.metrics.json
+// (tests/gpu/metrics_sampling_check.py). Prints one line "expected {json}".
 #include <ferret/ferret.hpp>
 
+#include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -108,6 +114,75 @@ std::unique_ptr<ferret::runtime::backend> make_dump(const ferret::runtime::backe
 }
 FERRET_REGISTER_BACKEND("peer_dump", "device-initiated traffic as JSON (gpu-test-peer-accesses)", make_dump);
 
+// The regions' times and every sampled interval, as they arrive.
+class metrics_dump final : public ferret::runtime::backend {
+ public:
+  explicit metrics_dump(std::string path) : path_(std::move(path)) {}
+  void thread_records(const ferret::runtime::thread_info&, const ferret::runtime::record* records,
+                      std::size_t count) override {
+    for (std::size_t i = 0; i < count; ++i) {
+      const auto& r = records[i];
+      if (r.kind == ferret::runtime::record_kind::region_begin && r.name->domain.empty())
+        open_[r.name->name] = r.time_ns;
+      if (r.kind == ferret::runtime::record_kind::region_end && open_.count(r.name->name) != 0)
+        regions_.push_back("{\"name\": " + json_string(r.name->name) + ", \"begin\": " +
+                           std::to_string(open_[r.name->name]) + ", \"end\": " + std::to_string(r.time_ns) + "}");
+    }
+  }
+  void data_object(const ferret::runtime::data_object_event&) override {}
+  void gpu_sampled_metrics(const ferret::runtime::gpu_metric_set& set) override {
+    std::string entry = "{\"device\": " + std::to_string(set.device) +
+                        ", \"interval_ns\": " + std::to_string(set.interval_ns) + ", \"metrics\": [";
+    for (std::size_t i = 0; i < set.metrics.size(); ++i)
+      entry += std::string{i ? ", " : ""} + json_string(set.metrics[i].name);
+    sets_.push_back(entry + "]}");
+    metric_counts_[set.device] = set.metrics.size();
+  }
+  void gpu_metric_intervals(const ferret::runtime::gpu_metric_interval* intervals, std::size_t count) override {
+    for (std::size_t i = 0; i < count; ++i) {
+      const auto& interval = intervals[i];
+      std::string entry = "{\"device\": " + std::to_string(interval.device) + ", \"begin\": " +
+                          std::to_string(interval.begin_ns) + ", \"end\": " + std::to_string(interval.end_ns) +
+                          ", \"values\": [";
+      for (std::size_t m = 0; m < metric_counts_[interval.device]; ++m) {
+        char value[64];
+        std::snprintf(value, sizeof value, "%.17g", interval.values[m]);
+        entry += std::string{m ? ", " : ""} + (std::isfinite(interval.values[m]) ? value : "null");
+      }
+      intervals_.push_back(entry + "]}");
+    }
+  }
+  void flush(const ferret::runtime::session_status& status) override {
+    if (!status.final) return;
+    std::FILE* out = start_dump(path_, {}, "regions");
+    if (out == nullptr) return;
+    const auto write = [&](const std::vector<std::string>& entries) {
+      for (std::size_t i = 0; i < entries.size(); ++i)
+        std::fprintf(out, "%s%s\n", i ? "," : "", entries[i].c_str());
+    };
+    write(regions_);
+    std::fprintf(out, "], \"sets\": [\n");
+    write(sets_);
+    std::fprintf(out, "], \"intervals\": [\n");
+    write(intervals_);
+    finish_dump(out, *status.runtime_metadata, {"gpu-metric"});
+  }
+  void abandon() noexcept override {}
+  std::string describe() const override { return "metrics dump: " + path_; }
+
+ private:
+  std::string path_;
+  std::map<std::string, std::int64_t> open_;
+  std::vector<std::string> regions_, sets_, intervals_;
+  std::map<std::uint32_t, std::size_t> metric_counts_;
+};
+
+std::unique_ptr<ferret::runtime::backend> make_metrics_dump(const ferret::runtime::backend_context& context,
+                                                            std::string&) {
+  return std::make_unique<metrics_dump>(ferret::runtime::output_file(context, ".metrics.json"));
+}
+FERRET_REGISTER_BACKEND("metrics_dump", "sampled GPU counters as JSON (gpu-test-peer-accesses)", make_metrics_dump);
+
 }  // namespace
 
 int main() {
@@ -159,6 +234,10 @@ int main() {
     ferret::flush();  // the counts are decoded at a drain: name the objects while they live
     ferret::unregister_data_object(in_object);
     ferret::unregister_data_object(out_object);
+  }
+  {
+    ferret::region r{"idle"};  // no GPU work: sampled links stay quiet
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   ferret::flush();
   ferret::unregister_data_object(host_object);

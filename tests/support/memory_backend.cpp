@@ -38,6 +38,30 @@ void memory_backend::clear() {
   g_capture.gpu_devices.clear();
   g_capture.instruction_samples.clear();
   g_capture.remote_accesses.clear();
+  g_capture.metric_intervals.clear();
+  g_capture.metric_calls.clear();
+}
+
+void memory_backend::gpu_sampled_metrics(const runtime::gpu_metric_set& set) {
+  std::lock_guard lock{g_mutex};
+  g_capture.metric_sets.push_back(set);
+  g_capture.metric_calls.push_back("set " + std::to_string(set.device));
+}
+
+void memory_backend::gpu_metric_intervals(const runtime::gpu_metric_interval* intervals,
+                                          std::size_t count) {
+  std::lock_guard lock{g_mutex};
+  std::string call = "intervals";
+  for (std::size_t i = 0; i < count; ++i) {
+    const runtime::gpu_metric_interval& interval = intervals[i];
+    std::size_t metrics = 0;
+    for (const runtime::gpu_metric_set& set : g_capture.metric_sets)
+      if (set.device == interval.device) metrics = set.metrics.size();
+    g_capture.metric_intervals.push_back({interval.device, interval.begin_ns, interval.end_ns,
+                                          {interval.values, interval.values + metrics}});
+    call += " " + std::to_string(interval.device);
+  }
+  g_capture.metric_calls.push_back(call);
 }
 
 void memory_backend::gpu_device(const runtime::gpu_device_info& device) {

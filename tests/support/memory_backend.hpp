@@ -77,11 +77,23 @@ struct captured_remote_access {
   std::uint64_t bytes;
 };
 
+// A sampled-counter interval as delivered, with its values copied out.
+struct captured_metric_interval {
+  std::uint32_t device;
+  std::int64_t begin_ns;
+  std::int64_t end_ns;
+  std::vector<double> values;
+};
+
 struct capture {
   std::vector<captured_gpu_activity> gpu_activities;
   std::vector<runtime::gpu_device_info> gpu_devices;
   std::vector<captured_instruction_sample> instruction_samples;
   std::vector<captured_remote_access> remote_accesses;
+  std::vector<runtime::gpu_metric_set> metric_sets;  // in the order announced
+  std::vector<captured_metric_interval> metric_intervals;
+  // Per gpu_metric_intervals call, its intervals' devices: a set must come first.
+  std::vector<std::string> metric_calls;
   std::map<std::uint64_t, captured_thread> threads;  // by tid
   std::vector<captured_object_event> objects;
   runtime::metadata_list user_metadata;
@@ -106,6 +118,8 @@ class memory_backend final : public runtime::backend {
   void gpu_instruction_samples(const runtime::gpu_instruction_sample* samples,
                                std::size_t count) override;
   void gpu_remote_accesses(const runtime::gpu_remote_access* accesses, std::size_t count) override;
+  void gpu_sampled_metrics(const runtime::gpu_metric_set& set) override;
+  void gpu_metric_intervals(const runtime::gpu_metric_interval* intervals, std::size_t count) override;
   void abandon() noexcept override {}
   std::string describe() const override { return "memory backend"; }
 };

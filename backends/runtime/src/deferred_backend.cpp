@@ -42,8 +42,15 @@ struct held_remote_accesses {
   std::vector<gpu_remote_access> accesses;  // object pointers point into the holder
   std::deque<data_object_info> objects;
 };
+// Sampled counters: the set's strings live as long as the session; the values
+// are valid for the call only.
+struct held_metric_intervals {
+  std::vector<gpu_metric_interval> intervals;  // values point into the holder
+  std::vector<double> values;
+};
 using held_call = std::variant<held_records, held_object_event, gpu_device_info, held_activities,
-                               held_samples, held_remote_accesses>;
+                               held_samples, held_remote_accesses, gpu_metric_set,
+                               held_metric_intervals>;
 
 class deferred_backend final : public backend {
  public:
@@ -151,6 +158,33 @@ class deferred_backend final : public backend {
     held_.emplace_back(std::move(held));
   }
 
+  // A set is held like a device: one per device, not counted against the bound.
+  void gpu_sampled_metrics(const gpu_metric_set& set) override {
+    if (real_ != nullptr) return real_->gpu_sampled_metrics(set);
+    if (!failed_) {
+      held_.emplace_back(set);
+      metric_counts_[set.device] = set.metrics.size();
+    }
+  }
+
+  void gpu_metric_intervals(const gpu_metric_interval* intervals, std::size_t count) override {
+    if (real_ != nullptr) return real_->gpu_metric_intervals(intervals, count);
+    if (failed_) return;
+    const std::size_t kept = admit(count);
+    if (kept == 0) return;
+    held_metric_intervals held;
+    held.intervals.assign(intervals, intervals + kept);
+    std::vector<std::size_t> offsets;
+    offsets.reserve(kept);
+    for (const gpu_metric_interval& interval : held.intervals) {
+      offsets.push_back(held.values.size());
+      const std::size_t metrics = metric_counts_[interval.device];
+      held.values.insert(held.values.end(), interval.values, interval.values + metrics);
+    }
+    for (std::size_t i = 0; i < kept; ++i) held.intervals[i].values = held.values.data() + offsets[i];
+    held_.emplace_back(std::move(held));
+  }
+
   void join_process_group(process_group& group) override {
     if (real_ == nullptr && !failed_) open(&group);
   }
@@ -223,6 +257,10 @@ class deferred_backend final : public backend {
   void replay(held_remote_accesses& held) {
     real_->gpu_remote_accesses(held.accesses.data(), held.accesses.size());
   }
+  void replay(const gpu_metric_set& set) { real_->gpu_sampled_metrics(set); }
+  void replay(held_metric_intervals& held) {
+    real_->gpu_metric_intervals(held.intervals.data(), held.intervals.size());
+  }
 
   deferred_opener open_;
   std::string waiting_description_;
@@ -235,6 +273,7 @@ class deferred_backend final : public backend {
   std::size_t held_events_ = 0;
   std::uint64_t dropped_ = 0;
   std::unordered_map<std::uint64_t, std::vector<bool>> open_held_;  // by tid
+  std::unordered_map<std::uint32_t, std::size_t> metric_counts_;     // by device: values per interval
 };
 
 }  // namespace

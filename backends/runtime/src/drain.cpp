@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <optional>
 
 #include "runtime_state.hpp"
@@ -382,6 +383,43 @@ void runtime_state::deliver_gpu_activity(session& s) {
   s.objects.evict(s.cycle);
 }
 
+// Sampled counters: each device's set before its first interval, then the
+// intervals on the session's clock. An interval the backends could not place
+// (no set for its device, values missing, before its device's previous end)
+// is dropped and counted.
+void runtime_state::deliver_metric_intervals(session& s) {
+  for (const gpu_metric_set& set : s.new_metric_sets) {
+    if (s.sampled_devices.count(set.device) != 0) continue;  // announced once
+    s.sampled_devices.emplace(set.device, session::sampled_device{set.metrics.size(), std::numeric_limits<std::int64_t>::min()});
+    for (auto& out : s.backends) out->gpu_sampled_metrics(set);
+  }
+  s.new_metric_sets.clear();
+  s.metric_intervals.clear();
+  for (const gpu_metric_batch& batch : s.metric_batches) {
+    const auto device = s.sampled_devices.find(batch.device);
+    const std::size_t metrics = device != s.sampled_devices.end() ? device->second.metric_count : 0;
+    if (device == s.sampled_devices.end() || batch.values.size() != batch.intervals.size() * metrics) {
+      s.gpu_metric_intervals_dropped += batch.intervals.size();
+      continue;
+    }
+    for (std::size_t i = 0; i < batch.intervals.size(); ++i) {
+      const std::int64_t begin = static_cast<std::int64_t>(batch.intervals[i].begin_ns) - s.info.start_monotonic_raw_ns;
+      const std::int64_t end = static_cast<std::int64_t>(batch.intervals[i].end_ns) - s.info.start_monotonic_raw_ns;
+      if (end <= begin || begin < device->second.last_end_ns) {
+        ++s.gpu_metric_intervals_dropped;
+        continue;
+      }
+      device->second.last_end_ns = end;
+      s.metric_intervals.push_back({batch.device, begin, end, batch.values.data() + i * metrics});
+    }
+  }
+  s.gpu_metric_intervals += s.metric_intervals.size();
+  if (!s.metric_intervals.empty())
+    for (auto& out : s.backends) out->gpu_metric_intervals(s.metric_intervals.data(), s.metric_intervals.size());
+  s.metric_intervals.clear();
+  s.metric_batches.clear();
+}
+
 void runtime_state::deliver_communication(session& s) {
   for (const communicator_info& communicator : s.new_communicators)
     for (auto& out : s.backends) out->communicator(communicator);
@@ -413,6 +451,7 @@ void runtime_state::drain_locked(session& s, bool final) {
   }
   for (collector* source : collectors) {
     source->collect(s.gpu_batch, s.gpu_devices, final);
+    source->collect_metric_intervals(s.new_metric_sets, s.metric_batches, final);
     source->collect_samples(s.sample_batches, final);
     source->collect_remote_accesses(s.remote_batches, final);
     source->collect_communication(s.new_communicators, s.communication_batch, final);
@@ -440,6 +479,7 @@ void runtime_state::drain_locked(session& s, bool final) {
   }
   deliver_objects(s);
   deliver_gpu_activity(s);
+  deliver_metric_intervals(s);
 
   metadata_list runtime_metadata{
       {"buffer-bytes", static_cast<std::int64_t>(s.config.buffer_bytes)},
@@ -477,6 +517,11 @@ void runtime_state::drain_locked(session& s, bool final) {
                                     static_cast<std::int64_t>(s.gpu_remote.bytes()));
       runtime_metadata.emplace_back("gpu-device-initiated-bytes-without-launch",
                                     static_cast<std::int64_t>(s.gpu_remote.bytes_without_launch()));
+    }
+    if (!s.sampled_devices.empty() || s.gpu_metric_intervals_dropped > 0) {
+      runtime_metadata.emplace_back("gpu-metric-intervals", static_cast<std::int64_t>(s.gpu_metric_intervals));
+      runtime_metadata.emplace_back("gpu-metric-intervals-dropped",
+                                    static_cast<std::int64_t>(s.gpu_metric_intervals_dropped));
     }
     for (collector* source : collectors) source->add_metadata(runtime_metadata);
   }

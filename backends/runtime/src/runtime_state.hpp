@@ -349,6 +349,18 @@ struct session {
   instruction_samples gpu_samples;
   std::vector<gpu_remote_access_batch> remote_batches;  // this drain's, from the collectors
   remote_accesses gpu_remote;
+  // Sampled counters (FERRET_CUDA_METRICS_SAMPLING): this drain's, from the
+  // collectors; each announced device's set and where its intervals reached.
+  std::vector<gpu_metric_set> new_metric_sets;
+  std::vector<gpu_metric_batch> metric_batches;
+  struct sampled_device {
+    std::size_t metric_count;
+    std::int64_t last_end_ns;  // session-relative
+  };
+  std::unordered_map<std::uint32_t, sampled_device> sampled_devices;
+  std::vector<gpu_metric_interval> metric_intervals;  // one drain's, handed over
+  std::uint64_t gpu_metric_intervals = 0;
+  std::uint64_t gpu_metric_intervals_dropped = 0;  // no set, values missing, out of order
   std::vector<communicator_info> new_communicators;
   std::vector<communication_event> communication_batch;
   std::uint64_t gpu_operations = 0;
@@ -476,6 +488,7 @@ class runtime_state {
   const char* stored(const char* text);
   void deliver_objects(session& s);
   void deliver_gpu_activity(session& s);
+  void deliver_metric_intervals(session& s);
   void deliver_communication(session& s);
   bool drain_thread(session& s, thread_state& state, std::optional<std::int64_t> exit_ns);
   // The uncommon cases of nesting (see record in backend.hpp), on state.context.

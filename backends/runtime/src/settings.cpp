@@ -67,6 +67,12 @@ constexpr setting table[] = {
      "through the Compute Sanitizer API (libsanitizer-public.so, from the toolkit's "
      "compute-sanitizer/), by kernel, source line, data object and device pair. 0: off, nothing "
      "loaded. See docs/gpu-inside.md."},
+    {"FERRET_CUDA_METRICS_SAMPLING", "an interval (1ms, 500us, 2 ms; a number alone: ms), or 0", "0",
+     "CUDA collector: each GPU's hardware counters sampled at this interval by CUPTI's PM "
+     "sampling, nothing replayed — NVLink bytes sent and received, PCIe bytes read and written, "
+     "DRAM bytes read and written, SMs active — those the GPU has (the others said once), as "
+     "counter tracks beside the kernels. 10us to 10s; 0, off or empty: off, nothing enabled. "
+     "See docs/gpu-inside.md."},
     {"FERRET_SANITIZER_LIBRARY", "a path", "(searched)",
      "FERRET_CUDA_PEER_ACCESSES: the Compute Sanitizer's libsanitizer-public.so, where it is not "
      "under $CUDA_HOME/compute-sanitizer or /usr/local/cuda/compute-sanitizer."},

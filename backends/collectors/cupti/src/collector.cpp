@@ -36,6 +36,7 @@
 #include "api_calls.hpp"
 #include "api_table.hpp"
 #include "cupti_error.hpp"
+#include "metrics_sampling.hpp"
 #include "pc_sampling.hpp"
 #include "peer_access_setting.hpp"
 #include "sanitizer_api.hpp"
@@ -112,6 +113,10 @@ class cuda_collector final : public runtime::collector {
     (void)batches;
 #endif
   }
+  void collect_metric_intervals(std::vector<runtime::gpu_metric_set>& new_sets,
+                                std::vector<runtime::gpu_metric_batch>& batches, bool final) override {
+    if (active_.load() && metrics_ != nullptr) metrics_->take(new_sets, batches, final);
+  }
   void add_metadata(runtime::metadata_list& metadata) const override;
   void abandon() noexcept override;
 
@@ -158,7 +163,7 @@ class cuda_collector final : public runtime::collector {
   cuda_collector() = default;
   void subscribe();
   void subscribe_api_calls(const cuda_api_setting& setting);
-  bool start_counting_run(const cuda_api_setting& setting, bool pc_sampling_asked);
+  bool start_counting_run(const cuda_api_setting& setting, bool pc_sampling_asked, bool metrics_asked);
   void describe_device(std::uint32_t device);
   std::int64_t to_monotonic_raw(std::int64_t cupti_ns) const noexcept {
     return cupti_ns + offset_ns_.load(std::memory_order_relaxed);
@@ -172,6 +177,7 @@ class cuda_collector final : public runtime::collector {
   // Set once in subscribe(), before any API callback is enabled.
   std::unique_ptr<api_calls> calls_;
   std::unique_ptr<pc_sampler> sampler_;  // FERRET_CUDA_PC_SAMPLING; set once in subscribe()
+  std::unique_ptr<metrics_sampler> metrics_;  // FERRET_CUDA_METRICS_SAMPLING; set once in subscribe()
 #ifdef FERRET_HAVE_PEER_ACCESS_PATCH
   // FERRET_CUDA_PEER_ACCESSES; set once in subscribe(), before any API callback is enabled.
   std::unique_ptr<compute_sanitizer::peer_access_counter> peer_accesses_;
@@ -251,8 +257,16 @@ void cuda_collector::subscribe() {
                                        peer_value));
     count_peer_accesses = false;
   }
+  const char* metrics_value = std::getenv("FERRET_CUDA_METRICS_SAMPLING");
+  std::optional<metrics_sampling_setting> metrics = parse_metrics_sampling(metrics_value);
+  if (!metrics) {
+    runtime::print_message(fmt::format("FERRET_CUDA_METRICS_SAMPLING='{}' is not valid (expected {}); "
+                                       "no counters are sampled",
+                                       metrics_value, metrics_sampling_values));
+    metrics = metrics_sampling_setting{};
+  }
   // Before CUPTI is touched: the two exclude each other (peer_access_counter.hpp).
-  if (*count_peer_accesses && start_counting_run(*setting, sampling->on)) return;
+  if (*count_peer_accesses && start_counting_run(*setting, sampling->on, metrics->on)) return;
   std::uint32_t version = 0;
   if (const CUptiResult result = cuptiGetVersion(&version); result != CUPTI_SUCCESS) {
     runtime::print_message(fmt::format("cannot use CUPTI ({}); running without GPU data", cupti_error(result)));
@@ -274,6 +288,12 @@ void cuda_collector::subscribe() {
   driver_loaded_ = driver_.load();
   if (sampling->on)
     sampler_ = std::make_unique<pc_sampler>(*sampling, driver_loaded_ ? driver_.get_attribute : nullptr);
+  if (metrics->on) {
+    std::string metrics_error;
+    metrics_ = metrics_sampler::start(*metrics, metrics_error);
+    if (metrics_ == nullptr)
+      runtime::print_message(fmt::format("FERRET_CUDA_METRICS_SAMPLING: {}; no counters are sampled", metrics_error));
+  }
   // Before any kind is enabled, so that every record uses it.
   using_timestamp_callback_ =
       cuptiActivityRegisterTimestampCallback(timestamp_callback) == CUPTI_SUCCESS;
@@ -384,6 +404,7 @@ void cuda_collector::on_resource(CUpti_CallbackId id, const CUpti_ResourceData& 
   }
   describe_device(device);
   if (sampler_ != nullptr) sampler_->context_created(resource.context, device);
+  if (metrics_ != nullptr) metrics_->device_used(device);
 }
 
 void cuda_collector::on_graph_node(CUpti_CallbackId id, const CUpti_GraphData& graph) {
@@ -578,6 +599,7 @@ void cuda_collector::add_metadata(runtime::metadata_list& metadata) const {
   metadata.emplace_back("cupti-overhead-ns", count(overhead_ns_));
   calls_->add_metadata(metadata);
   if (sampler_ != nullptr) sampler_->add_metadata(metadata);
+  if (metrics_ != nullptr) metrics_->add_metadata(metadata);
 }
 
 #ifdef FERRET_HAVE_PEER_ACCESS_PATCH
@@ -621,7 +643,8 @@ void cuda_collector::on_counted_driver_call(std::uint32_t id, const compute_sani
 // traffic and, since CUPTI cannot run beside it, also forwards the driver
 // calls that api_calls records or counts. False (and one line said) when the
 // sanitizer cannot be used: the run goes on with CUPTI, uncounted.
-bool cuda_collector::start_counting_run(const cuda_api_setting& setting, bool pc_sampling_asked) {
+bool cuda_collector::start_counting_run(const cuda_api_setting& setting, bool pc_sampling_asked,
+                                       bool metrics_asked) {
 #ifdef FERRET_HAVE_PEER_ACCESS_PATCH
   compute_sanitizer::peer_access_counter::cubin_lines lines{
       cubin_has_line_info,
@@ -652,8 +675,9 @@ bool cuda_collector::start_counting_run(const cuda_api_setting& setting, bool pc
                                        refused));
   runtime::print_message(fmt::format(
       "FERRET_CUDA_PEER_ACCESSES=1: counting device-initiated traffic with the Compute Sanitizer; CUPTI "
-      "cannot run beside it, so this run has CUDA driver calls but no GPU timeline{}",
-      pc_sampling_asked ? " and no instruction samples (FERRET_CUDA_PC_SAMPLING is ignored)" : ""));
+      "cannot run beside it, so this run has CUDA driver calls but no GPU timeline{}{}",
+      pc_sampling_asked ? ", no instruction samples (FERRET_CUDA_PC_SAMPLING is ignored)" : "",
+      metrics_asked ? ", no sampled counters (FERRET_CUDA_METRICS_SAMPLING is ignored)" : ""));
   counting_run_ = true;
   active_.store(true);
   runtime::register_collector(this);
@@ -661,6 +685,7 @@ bool cuda_collector::start_counting_run(const cuda_api_setting& setting, bool pc
 #else
   (void)setting;
   (void)pc_sampling_asked;
+  (void)metrics_asked;
   runtime::print_message("FERRET_CUDA_PEER_ACCESSES=1: this ferret was built without nvcc, so without "
                          "its device patch; device-initiated traffic is not counted");
   return false;
