@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "cubin_line_info.hpp"
+#include "cubin_sections.hpp"
 #include "sample_attribution.hpp"
 #include "sampling_setting.hpp"
 #include "stall_reasons.hpp"
@@ -103,6 +103,14 @@ TEST_CASE("cubins: kept only with line information, malformed ones refused") {
   const std::string text = "not an ELF file at all, but long enough to hold a header........";
   CHECK_FALSE(ferret::cupti::cubin_has_line_info(text.data(), text.size()));
   CHECK_FALSE(ferret::cupti::cubin_has_line_info(nullptr, 0));
+}
+
+TEST_CASE("cubins: every function's name, kernels and device functions, from its code section") {
+  const auto image = elf_with_sections({".text._Z6kernelPf", ".nv.info", ".text._Z4loadPKf", ".text.", ".debug_line"});
+  CHECK(ferret::cupti::cubin_function_names(image.data(), image.size()) ==
+        std::vector<std::string>{"_Z6kernelPf", "_Z4loadPKf"});
+  CHECK(ferret::cupti::cubin_function_names(image.data(), 16).empty());  // no section headers
+  CHECK(ferret::cupti::cubin_function_names(nullptr, 0).empty());
 }
 
 namespace {

@@ -58,7 +58,7 @@ def main(output_path, dump_path):
         failures.append(f"gpu-device-initiated-bytes {meta.get('gpu-device-initiated-bytes')}, expected {total}")
     if meta.get("gpu-device-initiated-bytes-without-launch", 0) != 0:
         failures.append(f"bytes without launch: {meta.get('gpu-device-initiated-bytes-without-launch')}")
-    lost = {k: v for k, v in dump["metadata"].items() if "lost" in k or "not-counted" in k or "failures" in k}
+    lost = {k: v for k, v in dump["metadata"].items() if "dropped" in k}
     if any(lost.values()):
         failures.append(f"losses: {lost}")
     for failure in failures:

@@ -19,6 +19,17 @@ void memory_ranges::allocated(std::uint64_t address, std::uint64_t bytes, std::i
   ++version_;
 }
 
+bool memory_ranges::viewed(std::uint64_t address, std::uint64_t bytes, std::int32_t device) {
+  if (bytes == 0) return false;
+  const std::uint64_t end = address + bytes < address ? UINT64_MAX : address + bytes;
+  auto next = ranges_.lower_bound(address);
+  if (next != ranges_.end() && next->first < end) return false;
+  if (next != ranges_.begin() && std::prev(next)->second.end > address) return false;
+  ranges_.emplace(address, range{end, device});
+  ++version_;
+  return true;
+}
+
 void memory_ranges::released(std::uint64_t address) {
   if (ranges_.erase(address) != 0) ++version_;
 }

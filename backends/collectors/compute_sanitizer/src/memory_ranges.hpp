@@ -27,6 +27,10 @@ class memory_ranges {
   /// (runtime::host_memory_device for host memory). An allocation overlapping known ones replaces them (the
   /// driver reuses addresses it was told are free).
   void allocated(std::uint64_t address, std::uint64_t bytes, std::int32_t device);
+  /// A view of `device`'s memory mapped at `address` for another device (a
+  /// peer mapping): taken unless a known allocation already covers part of it
+  /// (a view at the owner's own address says nothing new). True if taken.
+  bool viewed(std::uint64_t address, std::uint64_t bytes, std::int32_t device);
   /// The allocation starting at `address` is gone (unknown addresses: no-op).
   void released(std::uint64_t address);
 

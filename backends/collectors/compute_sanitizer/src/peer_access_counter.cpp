@@ -18,7 +18,7 @@ namespace {
 // waits for a slot: not counted, said); each may count this many distinct
 // (instruction, range, kind) keys before its accesses are counted lost.
 constexpr std::uint32_t slots_per_context = 256;
-constexpr std::uint32_t counters_per_launch = 1024;
+constexpr std::uint32_t counters_per_launch = 4096;  // NCCL's kernels filled 1 024 (2×H200, NCCL 2.28)
 constexpr std::size_t launch_struct_bytes = 64;
 static_assert(sizeof(ferret_peer_launch) <= launch_struct_bytes);
 constexpr std::size_t counters_bytes = sizeof(ferret_peer_counter) * counters_per_launch;
@@ -254,10 +254,19 @@ void peer_access_counter::on_resource(api::callback_id id, const void* data) {
     case api::memory_alloc_async:
     case api::host_memory_alloc: {
       const auto& memory = *static_cast<const api::resource_memory_data*>(data);
-      // A peer's view of another device's allocation: the owner reported it.
-      if ((memory.flags & api::memory_flag_peer) != 0) break;
+      // A peer's view of another device's memory: at the owner's own address
+      // (one process, peer access enabled) the owner reported it; at an
+      // address of its own (a mapping imported from another process, or
+      // NCCL's in one) it is the only report, naming the owner as its source.
+      if ((memory.flags & api::memory_flag_peer) != 0) {
+        std::lock_guard lock{mutex_};
+        if (ranges_.viewed(memory.address, memory.size, static_cast<std::int32_t>(memory.source_device)))
+          peer_views_.insert(memory.address);
+        break;
+      }
       const bool host = id == api::host_memory_alloc || (memory.flags & api::memory_flag_managed) != 0;
       std::lock_guard lock{mutex_};
+      peer_views_.erase(memory.address);  // a view it replaces
       ranges_.allocated(memory.address, memory.size,
                         host ? runtime::host_memory_device : static_cast<std::int32_t>(memory.device));
       break;
@@ -266,8 +275,9 @@ void peer_access_counter::on_resource(api::callback_id id, const void* data) {
     case api::memory_free_async:
     case api::host_memory_free: {
       const auto& memory = *static_cast<const api::resource_memory_data*>(data);
-      if ((memory.flags & api::memory_flag_peer) != 0) break;
       std::lock_guard lock{mutex_};
+      // A view goes without its owner's allocation, unless it was the only report.
+      if ((memory.flags & api::memory_flag_peer) != 0 && peer_views_.erase(memory.address) == 0) break;
       ranges_.released(memory.address);
       break;
     }
@@ -300,9 +310,33 @@ void peer_access_counter::module_loaded(const api::resource_module_data& module)
   ++modules_patched_;
   const std::uint64_t id = next_module_id_++;
   module_ids_[module.module] = id;
+  if (module.cubin != nullptr && module.cubin_size != 0 && lines_from_cubins_.function_names) {
+    unmapped_functions_[id].names = lines_from_cubins_.function_names(module.cubin, module.cubin_size);
+    map_functions(module.module, id);
+  }
   if (module.cubin != nullptr && module.cubin_size != 0 && lines_from_cubins_.has_lines &&
       lines_from_cubins_.has_lines(module.cubin, module.cubin_size))
     cubins_.emplace(id, std::string{module.cubin, module.cubin_size});
+}
+
+void peer_access_counter::map_functions(CUmodule module, std::uint64_t module_id) {
+  constexpr std::uint32_t most_tries = 16;
+  const auto pending = unmapped_functions_.find(module_id);
+  if (pending == unmapped_functions_.end()) return;
+  std::vector<std::string>& names = pending->second.names;
+  names.erase(std::remove_if(names.begin(), names.end(),
+                             [&](const std::string& name) {
+                               std::uint64_t pc = 0, size = 0;
+                               if (api_.get_function_pc_and_size(module, name.c_str(), &pc, &size) != api::success ||
+                                   size == 0)
+                                 return false;
+                               const function_map::function* known = functions_.find(pc);
+                               if (known == nullptr || known->start != pc)
+                                 functions_.add({pc, size, interned_names_.emplace(name).first->c_str(), module_id});
+                               return true;
+                             }),
+              names.end());
+  if (names.empty() || ++pending->second.tries == most_tries) unmapped_functions_.erase(pending);
 }
 
 peer_access_counter::context_state* peer_access_counter::context_of(CUcontext context) {
@@ -413,6 +447,8 @@ void peer_access_counter::on_launch_begin(const api::launch_data& launch) {
   api_.memcpy_host_to_device_async(state->launch_struct(slot), &given, sizeof given, launch.stream_handle_);
   api_.set_launch_callback_data(launch.launch, launch.function, launch.stream_handle_,
                                 state->launch_struct(slot));
+  if (const auto module = module_ids_.find(launch.module); module != module_ids_.end())
+    map_functions(launch.module, module->second);  // functions loaded lazily since
   if (const auto module = module_ids_.find(launch.module);
       module != module_ids_.end() && launch.function_name != nullptr) {
     std::uint64_t pc = 0, size = 0;
@@ -528,14 +564,14 @@ void peer_access_counter::add_metadata(runtime::metadata_list& metadata) const {
   metadata.emplace_back("peer-access-modules-patched", count(modules_patched_));
   metadata.emplace_back("peer-access-modules-refused", count(modules_refused_));
   metadata.emplace_back("peer-access-launches-counted", count(launches_counted_));
-  metadata.emplace_back("peer-access-launches-not-counted-no-slot", count(launches_without_slot_));
+  metadata.emplace_back("peer-access-launches-dropped-no-slot", count(launches_without_slot_));
   metadata.emplace_back("peer-access-launches-waited-for-a-slot", count(launches_waited_for_slot_));
-  metadata.emplace_back("peer-access-launches-not-counted-no-call", count(launches_without_call_));
-  metadata.emplace_back("peer-access-read-failures", count(read_failures_));
-  metadata.emplace_back("peer-accesses-lost-table-full", count(losses_.accesses_lost_table_full));
-  metadata.emplace_back("peer-accesses-lost-key-overflow", count(losses_.accesses_lost_key_overflow));
-  metadata.emplace_back("peer-accesses-in-no-range", count(losses_.accesses_in_no_range));
-  metadata.emplace_back("peer-accesses-outside-functions", count(losses_.accesses_outside_functions));
+  metadata.emplace_back("peer-access-launches-dropped-no-call", count(launches_without_call_));
+  metadata.emplace_back("peer-access-launches-dropped-read-failed", count(read_failures_));
+  metadata.emplace_back("peer-accesses-dropped-table-full", count(losses_.accesses_lost_table_full));
+  metadata.emplace_back("peer-accesses-dropped-key-overflow", count(losses_.accesses_lost_key_overflow));
+  metadata.emplace_back("peer-accesses-dropped-in-no-range", count(losses_.accesses_in_no_range));
+  metadata.emplace_back("peer-accesses-dropped-outside-functions", count(losses_.accesses_outside_functions));
   metadata.emplace_back("peer-access-bytes-spanning-objects", count(losses_.bytes_spanning_objects));
 }
 

@@ -55,6 +55,9 @@ class peer_access_counter {
   /// table (only those are kept), and the line of a function's instruction.
   struct cubin_lines {
     std::function<bool(const char* cubin, std::size_t bytes)> has_lines;
+    // The functions a cubin holds (mangled), device functions too: an access
+    // in one the kernel calls without inlining is found by its code address.
+    std::function<std::vector<std::string>(const char* cubin, std::size_t bytes)> function_names;
     // The file's path and line; nullopt without one.
     std::function<std::optional<std::pair<std::string, std::uint32_t>>(
         const std::string& cubin, const char* function, std::uint64_t pc_offset)>
@@ -101,6 +104,10 @@ class peer_access_counter {
   void on_resource(api::callback_id id, const void* data);
   void on_launch_begin(const api::launch_data& launch);
   void module_loaded(const api::resource_module_data& module);
+  // Maps the code addresses of a module's functions not yet mapped (lazily
+  // loaded ones are retried at the module's first launches, a bounded number
+  // of times: a name the sanitizer never resolves costs no more after that).
+  void map_functions(CUmodule module, std::uint64_t module_id);  // under mutex_
   context_state* context_of(CUcontext context);  // under mutex_
   bool prepare_slab(context_state& state, CUcontext context);
   // Takes out of launches_ those `which` selects (under mutex_).
@@ -123,9 +130,15 @@ class peer_access_counter {
 
   mutable std::mutex mutex_;  // guards everything below; never held while calling CUDA from the drain
   memory_ranges ranges_;
+  std::unordered_set<std::uint64_t> peer_views_;  // ranges_ entries taken from peer views
   std::unordered_map<CUcontext, std::unique_ptr<context_state>> contexts_;
   std::unordered_map<std::uint64_t, std::string> cubins_;  // with line information, by module id
   std::unordered_map<CUmodule, std::uint64_t> module_ids_;
+  struct unmapped_functions {
+    std::vector<std::string> names;
+    std::uint32_t tries = 0;  // at load, then at the module's first launches
+  };
+  std::unordered_map<std::uint64_t, unmapped_functions> unmapped_functions_;  // by module id
   std::uint64_t next_module_id_ = 1;
   function_map functions_;
   std::unordered_map<CUcontext, std::uint32_t> devices_;

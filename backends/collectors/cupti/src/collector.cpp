@@ -41,7 +41,7 @@
 #include "peer_access_setting.hpp"
 #include "sanitizer_api.hpp"
 #ifdef FERRET_HAVE_PEER_ACCESS_PATCH
-#include "cubin_line_info.hpp"
+#include "cubin_sections.hpp"
 #include "peer_access_counter.hpp"
 #include "sass_source.hpp"
 #endif
@@ -648,6 +648,7 @@ bool cuda_collector::start_counting_run(const cuda_api_setting& setting, bool pc
 #ifdef FERRET_HAVE_PEER_ACCESS_PATCH
   compute_sanitizer::peer_access_counter::cubin_lines lines{
       cubin_has_line_info,
+      [](const char* cubin, std::size_t bytes) { return cubin_function_names(cubin, bytes); },
       [](const std::string& cubin, const char* function, std::uint64_t pc_offset)
           -> std::optional<std::pair<std::string, std::uint32_t>> {
         if (auto source = source_of_instruction(cubin, function, pc_offset))

@@ -154,6 +154,10 @@ metrics_sampler::~metrics_sampler() = default;
 
 void metrics_sampler::device_used(std::uint32_t device) {
   std::lock_guard lock{mutex_};
+  waiting_devices_.insert(device);
+}
+
+void metrics_sampler::begin_sampling(std::uint32_t device) {
   if (devices_.count(device) != 0 || refused_devices_.count(device) != 0) return;
   if (devices_.empty() && refused_devices_.empty()) {
     // Once, with CUDA initialised: the profiler's hooks into the driver.
@@ -316,6 +320,9 @@ bool metrics_sampler::start_device(device_state& state, std::string& error) {
 void metrics_sampler::take(std::vector<runtime::gpu_metric_set>& new_sets,
                            std::vector<runtime::gpu_metric_batch>& batches, bool final) {
   std::lock_guard lock{mutex_};
+  if (!final)
+    for (const std::uint32_t device : waiting_devices_) begin_sampling(device);
+  waiting_devices_.clear();
   new_sets.insert(new_sets.end(), new_sets_.begin(), new_sets_.end());
   new_sets_.clear();
   for (auto& [device, state] : devices_) {

@@ -36,7 +36,9 @@ class metrics_sampler {
   metrics_sampler(const metrics_sampler&) = delete;
   metrics_sampler& operator=(const metrics_sampler&) = delete;
 
-  /// A context on `device` exists: sample it, once per device.
+  /// A context on `device` exists: sample it from the next drain on, once per
+  /// device (set up on the drain thread: the profiler's set-up neither runs
+  /// inside a CUPTI callback nor delays the program's thread).
   void device_used(std::uint32_t device);
   /// Decodes what the devices sampled since the last call (final: and stops).
   void take(std::vector<runtime::gpu_metric_set>& new_sets, std::vector<runtime::gpu_metric_batch>& batches,
@@ -48,6 +50,7 @@ class metrics_sampler {
   struct device_state;
 
   metrics_sampler(metrics_sampling_setting setting, std::unique_ptr<functions> api);
+  void begin_sampling(std::uint32_t device);  // under mutex_
   bool start_device(device_state& state, std::string& error);
   void decode(device_state& state, std::vector<runtime::gpu_metric_batch>& batches);
   void evaluate(device_state& state, std::size_t first, std::size_t completed, runtime::gpu_metric_batch& batch);
@@ -58,6 +61,7 @@ class metrics_sampler {
   mutable std::mutex mutex_;  // everything below
   std::map<std::uint32_t, std::unique_ptr<device_state>> devices_;
   std::set<std::uint32_t> refused_devices_;
+  std::set<std::uint32_t> waiting_devices_;  // used, not yet set up
   std::vector<runtime::gpu_metric_set> new_sets_;
   std::set<std::string> said_missing_;
   bool said_decode_failed_ = false;

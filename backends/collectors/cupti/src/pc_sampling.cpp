@@ -6,7 +6,7 @@
 #include <cstring>
 #include <string_view>
 
-#include "cubin_line_info.hpp"
+#include "cubin_sections.hpp"
 #include "cupti_error.hpp"
 #include "ferret/runtime/runtime.hpp"
 #include "sass_source.hpp"
