@@ -17,6 +17,11 @@
 //          launch: six cudaGetDevice and one cudaGetLastError, repeated;
 //          per_op_us is µs per call: what a call that launches nothing costs
 //          when a tracer counts, records or ignores it.
+//   stencil --iterations (200) of a 5-point stencil split between two GPUs,
+//          each reading its halo row from the other's memory (peer access);
+//          per_op_us is µs per iteration: what counting device-initiated
+//          traffic (FERRET_CUDA_PEER_ACCESSES=1) costs a kernel. Skipped
+//          without two GPUs that can reach each other.
 // Before the timed part each workload creates its context, streams, buffers
 // and cuBLAS handle and runs --warmup launches (1000), iterations (10) or
 // calls (7000).
@@ -75,7 +80,7 @@ constexpr int exit_bad_arguments = 2;
 constexpr int exit_skipped = 77;
 
 constexpr std::string_view usage_text =
-    "usage: ferret-cuda-overhead [--workload=storm|loop|getters] [--mode=bare|cupti]\n"
+    "usage: ferret-cuda-overhead [--workload=storm|loop|getters|stencil] [--mode=bare|cupti]\n"
     "         [--kinds=all|ferret|none|KIND,...]\n"
     "         [--callbacks=none|runtime|driver|both|launch|ferret|driver-launch|driver-ferret|\n"
     "                      driver-launch-records|driver-launch-records-external]\n"
@@ -83,16 +88,19 @@ constexpr std::string_view usage_text =
     "  KIND: kernel, memcpy, memcpy2, memset, memory2, sync, runtime, driver, device,\n"
     "        context, overhead\n"
     "  --kinds and --callbacks need --mode=cupti; --launches is for storm,\n"
-    "  --iterations and --gemm for loop, --calls for getters. Prints one 'result ...' line.\n";
+    "  --iterations for loop and stencil, --gemm for loop, --calls for getters.\n"
+    "  Prints one 'result ...' line.\n";
 
-enum class workload { storm, loop, getters };
+enum class workload { storm, loop, getters, stencil };
 enum class mode { bare, cupti };
 
 // Option values and their names, for parsing and for the result line.
 template <typename T, std::size_t N>
 using names_of = std::array<std::pair<std::string_view, T>, N>;
-constexpr names_of<workload, 3> workload_names{
-    {{"storm", workload::storm}, {"loop", workload::loop}, {"getters", workload::getters}}};
+constexpr names_of<workload, 4> workload_names{{{"storm", workload::storm},
+                                                {"loop", workload::loop},
+                                                {"getters", workload::getters},
+                                                {"stencil", workload::stencil}}};
 constexpr names_of<mode, 2> mode_names{{{"bare", mode::bare}, {"cupti", mode::cupti}}};
 constexpr names_of<callback_set, 10> callback_names{{{"none", callback_set::none},
                                                     {"runtime", callback_set::runtime},
@@ -252,8 +260,9 @@ std::variant<options, bad_arguments> parse_options(int argc, char** argv) {
   if (parsed.how == mode::bare && tracing_options) {
     return bad_arguments{"--kinds and --callbacks need --mode=cupti"};
   }
-  if (parsed.work != workload::loop && (parsed.iterations || parsed.gemm)) {
-    return bad_arguments{"--iterations and --gemm are for --workload=loop"};
+  if (parsed.work != workload::loop && parsed.gemm) return bad_arguments{"--gemm is for --workload=loop"};
+  if (parsed.work != workload::loop && parsed.work != workload::stencil && parsed.iterations) {
+    return bad_arguments{"--iterations is for --workload=loop or stencil"};
   }
   if (parsed.work != workload::storm && parsed.launches) {
     return bad_arguments{"--launches is for --workload=storm"};
@@ -296,6 +305,12 @@ int run(const options& chosen) {
     fmt::print("skipped: no usable CUDA device ({})\n", unusable);
     return exit_skipped;
   }
+  if (chosen.work == workload::stencil) {
+    if (const std::string reason = stencil_unusable_reason(); !reason.empty()) {
+      fmt::print("skipped: the stencil needs two GPUs with peer access ({})\n", reason);
+      return exit_skipped;
+    }
+  }
   const bool tracing = chosen.how == mode::cupti;
   if (tracing) start_cupti(chosen.kinds, chosen.callbacks);
 
@@ -314,6 +329,10 @@ int run(const options& chosen) {
     settings.operations = chosen.iterations.value_or(200);
     settings.warmup = chosen.warmup.value_or(10);
     seconds = run_loop(settings, before_timing);
+  } else if (chosen.work == workload::stencil) {
+    settings.operations = chosen.iterations.value_or(200);
+    settings.warmup = chosen.warmup.value_or(10);
+    seconds = run_stencil(settings, before_timing);
   } else {
     settings.operations = chosen.calls.value_or(700000);
     settings.warmup = chosen.warmup.value_or(7000);
@@ -330,6 +349,8 @@ int run(const options& chosen) {
     line += fmt::format("per_op_us={:.3f}", per_op * 1e6);
   } else if (chosen.work == workload::getters) {
     line += fmt::format("per_op_us={:.4f}", per_op * 1e6);
+  } else if (chosen.work == workload::stencil) {
+    line += fmt::format("per_op_us={:.2f}", per_op * 1e6);
   } else {
     line +=
         fmt::format("per_op_ms={:.4f} gemm={}", per_op * 1e3, name_of(gemm_names, settings.gemm));

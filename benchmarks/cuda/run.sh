@@ -45,6 +45,14 @@
 #            with call paths against with_stack. Left out without a python3
 #            whose torch sees the GPU.
 #   train    2 000 training steps of a small MLP (µs per step), the same rows.
+#   stencil  200 iterations of a 5-point stencil split between two GPUs, each
+#            half reading its halo row from the other GPU's memory (µs per
+#            iteration): bare; ferret; ferret counting device-initiated
+#            traffic (FERRET_CUDA_PEER_ACCESSES=1, the Compute Sanitizer), and
+#            the same with a patch that returns at once (the sanitizer's own
+#            share, FERRET_PEER_ACCESS_EMPTY_PATCH=1).
+#            Target (issue 29): counting ≤ 4× bare. Left out (not asked by
+#            default) without two GPUs.
 # R is 11 for storm and getters, 5 for loop, torch and train; --quick: 9 and 3, and
 # half the launches, calls, iterations and operations; --repeats N: N for all;
 # --repeats N,M: N for storm and getters, M for the others. --rows REGEX keeps
@@ -63,7 +71,7 @@ set -uo pipefail
 
 usage() {
   echo "usage: $0 <build-dir> [--quick] [--repeats N[,M]] [--rows REGEX]" \
-       "[--only storm,getters,loop,torch,train]" >&2
+       "[--only storm,getters,loop,torch,train,stencil]" >&2
   exit 1
 }
 [[ $# -ge 1 ]] || usage
@@ -85,7 +93,7 @@ while [[ $# -gt 0 ]]; do
       row_pattern=$2
       shift ;;
     --only)
-      [[ $# -ge 2 && $2 =~ ^(storm|getters|loop|torch|train)(,(storm|getters|loop|torch|train))*$ ]] || usage
+      [[ $# -ge 2 && $2 =~ ^(storm|getters|loop|torch|train|stencil)(,(storm|getters|loop|torch|train|stencil))*$ ]] || usage
       only=$2
       shift ;;
     *) usage ;;
@@ -186,6 +194,12 @@ torch_rows=(
 )
 # The same rows on training steps of a small MLP.
 train_rows=("${torch_rows[@]}")
+stencil_rows=(
+  "bare|bare"
+  "ferret, work (default)|ferret work"
+  "ferret, counting device-initiated traffic (FERRET_CUDA_PEER_ACCESSES=1)|ferret work FERRET_CUDA_PEER_ACCESSES=1"
+  "the same with an empty patch (the Compute Sanitizer's own cost)|ferret work FERRET_CUDA_PEER_ACCESSES=1 FERRET_PEER_ACCESS_EMPTY_PATCH=1"
+)
 
 # The command of one row of one table, into the array `command`.
 row_command() {  # table how...
@@ -198,6 +212,7 @@ row_command() {  # table how...
     loop) workload=("$program" --workload=loop --iterations="$iterations") ;;
     torch) workload=(python3 "$torch_script" --ops "$torch_ops") ;;
     train) workload=(python3 "$torch_script" --workload train --ops "$train_steps") ;;
+    stencil) workload=("$program" --workload=stencil --iterations="$iterations") ;;
   esac
   case $1 in
     bare)
@@ -453,6 +468,22 @@ report() {
     table_report train "µs/step" "%.1f" 1 "${train_rows[@]}"
     torch_verdicts train
   fi
+  if wanted stencil; then
+    echo
+    echo "### Stencil on two GPUs: $iterations iterations of a 5-point stencil over 4096×4096" \
+         "floats split in halves, each reading its halo row from the other GPU, µs per iteration"
+    echo
+    table_report stencil "µs/iter" "%.1f" 1 "${stencil_rows[@]}"
+    local counted
+    counted=$(stats stencil "ferret, counting device-initiated traffic (FERRET_CUDA_PEER_ACCESSES=1)" | cut -d'|' -f1)
+    local bare_median
+    bare_median=$(stats stencil bare | cut -d'|' -f1)
+    if [[ -n $counted && -n $bare_median ]]; then
+      echo
+      echo "Target (issue 29): counting ≤ 4× bare: $(awk -v c="$counted" -v b="$bare_median" \
+           'BEGIN { r = c / b; printf "%.2f× by medians (%s)", r, r <= 4 ? "met" : "not met" }')."
+    fi
+  fi
   echo
   echo "Total time: $((SECONDS - started)) s. Records: CUPTI activity records of the timed part" \
        "and teardown (raw subscriber), events in ferret's chrome trace (ferret); dropped: most" \
@@ -530,4 +561,5 @@ wanted getters && run_table getters "$fine" "${getters_rows[@]}"
 wanted loop && run_table loop "$coarse" "${loop_rows[@]}"
 wanted torch && [[ -z $torch_note ]] && run_table torch "$coarse" "${torch_rows[@]}"
 wanted train && [[ -z $torch_note ]] && run_table train "$coarse" "${train_rows[@]}"
+wanted stencil && run_table stencil "$coarse" "${stencil_rows[@]}"
 finish

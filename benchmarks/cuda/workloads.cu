@@ -258,4 +258,98 @@ double run_getters(const workload_settings& settings, const std::function<void()
   return seconds_since(start);
 }
 
+namespace {
+
+// A 5-point stencil over a grid split in two halves, one per GPU; each half's
+// boundary row is read straight from the other GPU's memory (peer access)
+// instead of being copied: device-initiated traffic, as halo exchanges over
+// NVLink do it.
+__global__ void stencil_half(const float* in, float* out, const float* row_above, const float* row_below,
+                             int rows, int width) {
+  const int column = blockIdx.x * blockDim.x + threadIdx.x;
+  const int row = blockIdx.y;
+  if (column >= width || row >= rows) return;
+  const float* here = in + static_cast<std::size_t>(row) * width;
+  const float up = row > 0 ? here[column - width] : row_above[column];
+  const float down = row + 1 < rows ? here[column + width] : row_below[column];
+  const float left = column > 0 ? here[column - 1] : 0.0f;
+  const float right = column + 1 < width ? here[column + 1] : 0.0f;
+  out[static_cast<std::size_t>(row) * width + column] = 0.2f * (here[column] + up + down + left + right);
+}
+
+class stencil_state {
+ public:
+  static constexpr int rows = 2048;   // per GPU
+  static constexpr int width = 4096;
+  stencil_state() {
+    for (int device = 0; device < 2; ++device) {
+      check(cudaSetDevice(device), "cudaSetDevice");
+      check(cudaDeviceEnablePeerAccess(1 - device, 0), "cudaDeviceEnablePeerAccess");
+      for (float*& grid : grids_[device]) {
+        check(cudaMalloc(&grid, bytes()), "cudaMalloc");
+        check(cudaMemset(grid, 0, bytes()), "cudaMemset");
+      }
+      check(cudaMalloc(&edge_[device], width * sizeof(float)), "cudaMalloc");  // the grid's outer edge
+      check(cudaMemset(edge_[device], 0, width * sizeof(float)), "cudaMemset");
+    }
+  }
+  ~stencil_state() {
+    for (int device = 0; device < 2; ++device) {
+      cudaSetDevice(device);
+      for (float* grid : grids_[device]) cudaFree(grid);
+      cudaFree(edge_[device]);
+    }
+  }
+  stencil_state(const stencil_state&) = delete;
+  stencil_state& operator=(const stencil_state&) = delete;
+
+  void iterate() {
+    const dim3 block{256};
+    const dim3 grid{width / 256, rows};
+    for (int device = 0; device < 2; ++device) {
+      check(cudaSetDevice(device), "cudaSetDevice");
+      const float* peer = grids_[1 - device][current_];
+      // GPU 0 holds the top half: below it is GPU 1's first row; GPU 1's above is GPU 0's last.
+      const float* above = device == 0 ? edge_[0] : peer + static_cast<std::size_t>(rows - 1) * width;
+      const float* below = device == 0 ? peer : edge_[1];
+      stencil_half<<<grid, block>>>(grids_[device][current_], grids_[device][1 - current_], above, below, rows,
+                                    width);
+    }
+    for (int device = 0; device < 2; ++device) {
+      check(cudaSetDevice(device), "cudaSetDevice");
+      check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+    }
+    current_ = 1 - current_;
+  }
+
+ private:
+  static std::size_t bytes() { return static_cast<std::size_t>(rows) * width * sizeof(float); }
+  float* grids_[2][2] = {};
+  float* edge_[2] = {};
+  int current_ = 0;
+};
+
+}  // namespace
+
+std::string stencil_unusable_reason() {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices < 2) return "fewer than two GPUs";
+  int peer = 0;
+  if (cudaDeviceCanAccessPeer(&peer, 0, 1) != cudaSuccess || peer == 0) return "GPU 0 cannot access GPU 1's memory";
+  return {};
+}
+
+double run_stencil(const workload_settings& settings, const std::function<void()>& before_timing) {
+  stencil_state stencil;
+  for (std::int64_t i = 0; i < settings.warmup; ++i) stencil.iterate();
+  check_launches("stencil (warm-up)");
+  before_timing();
+
+  const auto start = std::chrono::steady_clock::now();
+  for (std::int64_t i = 0; i < settings.operations; ++i) stencil.iterate();
+  const double seconds = seconds_since(start);
+  check_launches("stencil");
+  return seconds;
+}
+
 }  // namespace ferret_bench

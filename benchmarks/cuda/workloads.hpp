@@ -27,7 +27,7 @@ std::string device_description();
 enum class gemm_type { bf16, fp32 };
 
 struct workload_settings {
-  std::int64_t operations;  // launches (storm), iterations (loop) or calls (getters)
+  std::int64_t operations;  // launches (storm), iterations (loop, stencil) or calls (getters)
   std::int64_t warmup;      // the same, untimed, before `before_timing`
   gemm_type gemm;           // loop only
 };
@@ -45,5 +45,13 @@ double run_loop(const workload_settings& settings, const std::function<void()>& 
 //          cudaGetLastError (what PyTorch calls per tensor operation besides
 //          the launch); a partial last round keeps the count exact.
 double run_getters(const workload_settings& settings, const std::function<void()>& before_timing);
+
+// stencil: per iteration a 5-point stencil over a 4096×4096 grid split between
+//          GPU 0 and GPU 1, each half reading its boundary row from the other
+//          GPU's memory (peer access, no copy), then both synchronised: the
+//          device-initiated traffic FERRET_CUDA_PEER_ACCESSES counts.
+double run_stencil(const workload_settings& settings, const std::function<void()>& before_timing);
+// Why the stencil cannot run here (fewer than two GPUs, no peer access), or empty.
+std::string stencil_unusable_reason();
 
 }  // namespace ferret_bench

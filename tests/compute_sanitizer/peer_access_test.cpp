@@ -199,6 +199,8 @@ TEST_CASE("a launch's counters become device-initiated traffic by function, line
   CHECK(in_helper.accesses[0].bytes == 64);
   CHECK(in_helper.accesses[0].object_id == 12);
   CHECK(losses.accesses_in_no_range == 2);
+  CHECK(losses.no_range_lowest == 0x9'0000'0000);  // where, to find the memory not reported
+  CHECK(losses.no_range_highest == 0x9'0000'0000);
   CHECK(losses.accesses_outside_functions == 3);
   CHECK(losses.bytes_spanning_objects == 0);
 

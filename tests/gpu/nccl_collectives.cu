@@ -7,6 +7,10 @@
 //                                  send/receive to itself in one group
 //   gpu-test-nccl-collectives devices          one process, one communicator per GPU (ranks 0, 1):
 //                                  all-reduce and all-gather in groups
+//   gpu-test-nccl-collectives devices-timed K  as devices, then K more all-reduces of both GPUs
+//                                  timed (each group synchronised): prints
+//                                  "result workload=allreduce per_op_us=..." (what
+//                                  counting device-initiated traffic costs NCCL)
 //   gpu-test-nccl-collectives rank R N FILE    rank R of N on GPU R (rank 0 writes the unique id
 //                                  into FILE, the others wait for it): all-reduce,
 //                                  all-gather
@@ -14,6 +18,8 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -185,7 +191,7 @@ int main(int argc, char** argv) {
     }
     return finish(ranks);
   }
-  if (mode == "devices") {
+  if (mode == "devices" || (mode == "devices-timed" && argc == 3)) {
     std::vector<rank_buffers> ranks{{0, 0, 2}, {1, 1, 2}};
     for (auto& r : ranks) r.allocate();
     comm_t comms[2];
@@ -194,6 +200,25 @@ int main(int argc, char** argv) {
     ranks[0].comm = comms[0];
     ranks[1].comm = comms[1];
     collectives(ranks);
+    if (mode == "devices-timed") {
+      const long iterations = std::max(1L, std::atol(argv[2]));
+      const auto start = std::chrono::steady_clock::now();
+      for (long i = 0; i < iterations; ++i) {
+        CHECK_NCCL(nccl.group_start());
+        for (auto& r : ranks) {
+          CHECK_CUDA(cudaSetDevice(r.device));
+          CHECK_NCCL(nccl.all_reduce(r.send, r.reduced, elements, float32, sum, r.comm, r.stream));
+        }
+        CHECK_NCCL(nccl.group_end());
+        for (auto& r : ranks) {
+          CHECK_CUDA(cudaSetDevice(r.device));
+          CHECK_CUDA(cudaStreamSynchronize(r.stream));
+        }
+      }
+      const std::chrono::duration<double, std::micro> taken = std::chrono::steady_clock::now() - start;
+      std::printf("result workload=allreduce per_op_us=%.2f ops=%ld\n", taken.count() / static_cast<double>(iterations),
+                  iterations);
+    }
     return finish(ranks);
   }
   if (mode == "rank" && argc == 5) {
@@ -225,6 +250,6 @@ int main(int argc, char** argv) {
     collectives(ranks);
     return finish(ranks);
   }
-  std::fprintf(stderr, "usage: gpu-test-nccl-collectives one | devices | rank R N FILE\n");
+  std::fprintf(stderr, "usage: gpu-test-nccl-collectives one | devices | devices-timed K | rank R N FILE\n");
   return 2;
 }

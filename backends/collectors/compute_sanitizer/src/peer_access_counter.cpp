@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <string_view>
 #include <unordered_set>
 
 #include "peer_access_patch_fatbin.h"  // ferret_peer_access_patch_fatbin: built by nvcc (CMakeLists.txt)
@@ -24,7 +25,15 @@ static_assert(sizeof(ferret_peer_launch) <= launch_struct_bytes);
 constexpr std::size_t counters_bytes = sizeof(ferret_peer_counter) * counters_per_launch;
 constexpr std::size_t slab_bytes = (launch_struct_bytes + counters_bytes) * slots_per_context;
 
-constexpr char patch_function[] = "ferret_peer_access";
+// The counting function, or (FERRET_PEER_ACCESS_EMPTY_PATCH=1, for the
+// benchmark's breakdown of the cost) one that returns at once.
+const char* patch_function() {
+  static const char* const chosen = [] {
+    const char* empty = std::getenv("FERRET_PEER_ACCESS_EMPTY_PATCH");
+    return empty != nullptr && std::string_view{empty} == "1" ? "ferret_peer_access_nothing" : "ferret_peer_access";
+  }();
+  return chosen;
+}
 
 thread_local std::uint64_t t_launch_correlation = 0;
 // Set while ferret's own sanitizer calls run on this thread: an allocation
@@ -302,7 +311,7 @@ void peer_access_counter::module_loaded(const api::resource_module_data& module)
     }
     state->patches_added = true;
   }
-  if (api_.patch_instructions(api::instruction_global_memory_access, module.module, patch_function) != api::success ||
+  if (api_.patch_instructions(api::instruction_global_memory_access, module.module, patch_function()) != api::success ||
       api_.patch_module(module.module) != api::success) {
     ++modules_refused_;
     return;
@@ -571,6 +580,9 @@ void peer_access_counter::add_metadata(runtime::metadata_list& metadata) const {
   metadata.emplace_back("peer-accesses-dropped-table-full", count(losses_.accesses_lost_table_full));
   metadata.emplace_back("peer-accesses-dropped-key-overflow", count(losses_.accesses_lost_key_overflow));
   metadata.emplace_back("peer-accesses-dropped-in-no-range", count(losses_.accesses_in_no_range));
+  if (losses_.accesses_in_no_range > 0)
+    metadata.emplace_back("peer-accesses-in-no-range-addresses",
+                          fmt::format("{:#x}-{:#x}", losses_.no_range_lowest, losses_.no_range_highest));
   metadata.emplace_back("peer-accesses-dropped-outside-functions", count(losses_.accesses_outside_functions));
   metadata.emplace_back("peer-access-bytes-spanning-objects", count(losses_.bytes_spanning_objects));
 }

@@ -1,6 +1,8 @@
 // peer_access_decoder.cpp — see peer_access_decoder.hpp.
 #include "peer_access_decoder.hpp"
 
+#include <algorithm>
+
 #include <iterator>
 
 namespace ferret::compute_sanitizer {
@@ -54,6 +56,9 @@ void decode_launch(const ferret_peer_counter* counters, std::size_t slots,
     if (counter.key == 0 || counter.accesses == 0) continue;
     const std::uint32_t range_plus_one = ferret_peer_key_range(counter.key);
     if (range_plus_one == 0) {
+      const std::uint64_t lowest = ~counter.lowest_address_inverted;
+      if (losses.accesses_in_no_range == 0 || lowest < losses.no_range_lowest) losses.no_range_lowest = lowest;
+      losses.no_range_highest = std::max(losses.no_range_highest, counter.highest_address);
       losses.accesses_in_no_range += counter.accesses;
       continue;
     }

@@ -53,6 +53,10 @@ struct decode_losses {
   std::uint64_t accesses_in_no_range = 0;       // to memory the sanitizer never reported
   std::uint64_t accesses_outside_functions = 0; // an instruction in no known function
   std::uint64_t bytes_spanning_objects = 0;     // one instruction's accesses in several objects
+  // Where accesses in no range went: the lowest and highest address seen, to
+  // say which memory the sanitizer did not report (0, 0: none).
+  std::uint64_t no_range_lowest = 0;
+  std::uint64_t no_range_highest = 0;
 };
 
 /// Appends to `batches` one batch per function of the launch's counters

@@ -79,3 +79,12 @@ extern "C" __device__ __noinline__ int ferret_peer_access(void* userdata, uint64
   count_lost(launch, ferret_peer_lost_table_full, group);
   return 0;
 }
+
+// The same call with nothing done: what the Compute Sanitizer's patching
+// itself costs a kernel, for the benchmark's breakdown
+// (FERRET_PEER_ACCESS_EMPTY_PATCH=1, benchmarks/cuda/run.sh's stencil table).
+extern "C" __device__ __noinline__ int ferret_peer_access_nothing(void* /*userdata*/, uint64_t /*pc*/,
+                                                                  void* /*pointer*/, uint32_t /*access_size*/,
+                                                                  uint32_t /*flags*/, const void* /*new_value*/) {
+  return 0;
+}
