@@ -166,6 +166,14 @@ if [[ -z ${FERRET_GPU_TEST_CASES:-} || ${FERRET_GPU_TEST_CASES:-} == *peer_acces
   peer_access_status=${PIPESTATUS[0]}
 fi
 
+# NVSHMEM's puts and gets counted as device-initiated traffic (tests/gpu/nvshmem_check.sh):
+# skipped, 77, with fewer than two GPUs or without NVSHMEM; also with a test filter that names it.
+nvshmem_status=none
+if [[ -z ${FERRET_GPU_TEST_CASES:-} || ${FERRET_GPU_TEST_CASES:-} == *nvshmem* ]]; then
+  bash "$root/tests/gpu/nvshmem_check.sh" "$build" "$work/traces/nvshmem" 2>&1 | tee "$work/nvshmem_check.log"
+  nvshmem_status=${PIPESTATUS[0]}
+fi
+
 # Sampled counters through CUPTI's PM sampling (tests/gpu/metrics_sampling_check.sh);
 # also with a test filter that names it.
 metrics_status=none
@@ -229,6 +237,10 @@ esac
     echo "tests/gpu/peer_access_check.sh: status $peer_access_status"
     grep -E '^peer access(es| patch): (FAILED|passed|skipped|layouts|one GPU|without)' "$work/peer_access_check.log"
   fi
+  if [[ $nvshmem_status != none ]]; then
+    echo "tests/gpu/nvshmem_check.sh: status $nvshmem_status"
+    grep -E '^nvshmem: (FAILED|passed|skipped|times|PE 0: the (store|load))' "$work/nvshmem_check.log"
+  fi
   if [[ $metrics_status != none ]]; then
     echo "tests/gpu/metrics_sampling_check.sh: status $metrics_status"
     grep -E '^(metrics sampling: (FAILED|ok|passed|skipped|device)|ferret: FERRET_CUDA_METRICS_SAMPLING)' \
@@ -265,7 +277,7 @@ if [[ -n ${OUT:-} ]]; then
   [[ -f $work/nccl.log ]] && cp "$work/nccl.log" "$OUT/"
   [[ -d $work/report ]] && cp -r "$work/report" "$OUT/report"
   for file in "$work/torch_context.log" "$work/python_benchmark.log" "$work/peer_copies.log" \
-              "$work/peer_access_check.log" "$work/metrics_sampling_check.log" \
+              "$work/peer_access_check.log" "$work/nvshmem_check.log" "$work/metrics_sampling_check.log" \
               "$work/openmp_programs.log" \
               "$work/traces/torch-context/torch-context-summary.txt"; do
     [[ -f $file ]] && cp "$file" "$OUT/"
@@ -280,6 +292,7 @@ fi
   [[ $peer_status == none || $peer_status == 0 || $peer_status == 77 ]] &&
   [[ $stall_status == none || $stall_status == 0 || $stall_status == 77 ]] &&
   [[ $peer_access_status == none || $peer_access_status == 0 || $peer_access_status == 77 ]] &&
+  [[ $nvshmem_status == none || $nvshmem_status == 0 || $nvshmem_status == 77 ]] &&
   [[ $metrics_status == none || $metrics_status == 0 || $metrics_status == 77 ]] &&
   [[ $nccl_one_status == none || $nccl_one_status == 0 || $nccl_one_status == 77 ]] &&
   [[ $nccl_two_status == none || $nccl_two_status == 0 || $nccl_two_status == 77 ]]
