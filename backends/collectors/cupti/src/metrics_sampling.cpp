@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <type_traits>
 
 #include "cupti_error.hpp"
@@ -25,6 +26,8 @@ constexpr std::size_t hardware_buffer_bytes = 64u << 20;
 std::uint32_t samples_per_image(std::int64_t interval_ns) {
   return static_cast<std::uint32_t>(std::clamp<std::int64_t>(2'000'000'000 / interval_ns, 100, 10'000));
 }
+
+metrics_sampler* g_sampler_at_exit = nullptr;  // set once, with the exit handler
 
 // CUPTI's parameter structs: zeroed, with their size (which tells CUPTI the version).
 template <typename params>
@@ -182,6 +185,15 @@ void metrics_sampler::begin_sampling(std::uint32_t device) {
     return;
   }
   devices_.emplace(device, std::move(state));
+  // CUPTI's profiler loaded libnvperf_host for this set-up, which frees its
+  // state in exit handlers of its own; ferret's final drain runs after them
+  // (its handler was registered first), where a decode or a deinitialisation
+  // frees twice (seen under ASan, H200, CUDA 13.0). Registered after the
+  // profiler's, this handler runs before them.
+  if (!exit_handler_registered_) {
+    g_sampler_at_exit = this;
+    exit_handler_registered_ = std::atexit(end_sampling_at_exit) == 0;
+  }
 }
 
 bool metrics_sampler::start_device(device_state& state, std::string& error) {
@@ -317,14 +329,34 @@ bool metrics_sampler::start_device(device_state& state, std::string& error) {
   return true;
 }
 
+void metrics_sampler::end_sampling_at_exit() {
+  if (g_sampler_at_exit != nullptr) g_sampler_at_exit->end_sampling();
+}
+
+void metrics_sampler::end_sampling() {
+  std::lock_guard lock{mutex_};
+  for (auto& [device, state] : devices_) {
+    if (!state->running) continue;
+    auto stop_params = parameters<CUpti_PmSampling_Stop_Params>(CUpti_PmSampling_Stop_Params_STRUCT_SIZE);
+    stop_params.pPmSamplingObject = state->object;
+    api_->stop(&stop_params);
+    decode(*state, ended_batches_);
+    stop(*state);
+  }
+  ended_ = true;
+}
+
 void metrics_sampler::take(std::vector<runtime::gpu_metric_set>& new_sets,
                            std::vector<runtime::gpu_metric_batch>& batches, bool final) {
   std::lock_guard lock{mutex_};
-  if (!final)
+  if (!final && !ended_) {
     for (const std::uint32_t device : waiting_devices_) begin_sampling(device);
-  waiting_devices_.clear();
+    waiting_devices_.clear();
+  }
   new_sets.insert(new_sets.end(), new_sets_.begin(), new_sets_.end());
   new_sets_.clear();
+  for (auto& batch : ended_batches_) batches.push_back(std::move(batch));
+  ended_batches_.clear();
   for (auto& [device, state] : devices_) {
     if (!state->running) continue;
     if (final) {

@@ -51,6 +51,10 @@ class metrics_sampler {
 
   metrics_sampler(metrics_sampling_setting setting, std::unique_ptr<functions> api);
   void begin_sampling(std::uint32_t device);  // under mutex_
+  // At exit, before the profiler's own exit handlers free its state: stops
+  // every device and keeps what it sampled for the final take().
+  static void end_sampling_at_exit();
+  void end_sampling();
   bool start_device(device_state& state, std::string& error);
   void decode(device_state& state, std::vector<runtime::gpu_metric_batch>& batches);
   void evaluate(device_state& state, std::size_t first, std::size_t completed, runtime::gpu_metric_batch& batch);
@@ -62,6 +66,9 @@ class metrics_sampler {
   std::map<std::uint32_t, std::unique_ptr<device_state>> devices_;
   std::set<std::uint32_t> refused_devices_;
   std::set<std::uint32_t> waiting_devices_;  // used, not yet set up
+  bool exit_handler_registered_ = false;
+  bool ended_ = false;  // end_sampling() ran: no more CUPTI calls
+  std::vector<runtime::gpu_metric_batch> ended_batches_;  // its last samples
   std::vector<runtime::gpu_metric_set> new_sets_;
   std::set<std::string> said_missing_;
   bool said_decode_failed_ = false;
