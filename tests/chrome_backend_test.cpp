@@ -1643,3 +1643,113 @@ TEST_CASE("device-initiated accesses make the metadata's bounded table by kernel
   CHECK(metadata.at("gpu-device-initiated-bytes-left-out") == 16);
   CHECK(report.metadata.at("gpu-device-initiated-rows-left-out") == 4);
 }
+
+namespace {
+
+// Sampled counters of one device (FERRET_CUDA_METRICS_SAMPLING).
+rt::gpu_metric_set link_metric_set(std::uint32_t device) {
+  return {device,
+          {{"nvltx__bytes.sum", "NVLink bytes sent", "bytes", true},
+           {"nvlrx__bytes.sum", "NVLink bytes received", "bytes", true},
+           {"sm__cycles_active.avg.pct_of_peak_sustained_elapsed", "SM activity", "percent", false}},
+          1'000'000};
+}
+
+// The C events of the named counter on `pid`, as (ts, value of `key`).
+std::vector<std::pair<double, double>> counter_samples(const json& doc, std::string_view name,
+                                                       std::uint64_t pid, const std::string& key) {
+  std::vector<std::pair<double, double>> found;
+  for (const json& event : events_of(doc, "C"))
+    if (event.at("name") == name && event.at("pid") == pid)
+      found.emplace_back(event.at("ts").get<double>(), event.at("args").at(key).get<double>());
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+}  // namespace
+
+TEST_CASE("sampled counters are counter tracks in the GPU's process: rates in GB/s, levels as values") {
+  fixture f;
+  f.backend->gpu_device(make_device(0, "NVIDIA H200"));
+  f.backend->gpu_sampled_metrics(link_metric_set(0));
+  // 1 ms intervals: 2 MB and 0.5 MB sent, then a gap, then 3 MB.
+  const double values[][3] = {{2e6, 1e6, 50}, {5e5, 0, 25}, {3e6, 0, 100}};
+  const rt::gpu_metric_interval intervals[] = {{0, 1'000'000, 2'000'000, values[0]},
+                                               {0, 2'000'000, 3'000'000, values[1]},
+                                               {0, 5'000'000, 6'000'000, values[2]}};
+  f.backend->gpu_metric_intervals(intervals, 2);
+  f.flush(false);
+  f.backend->gpu_metric_intervals(intervals + 2, 1);
+  f.flush(true);
+
+  const check::report report = checked(f.path);
+  const std::uint64_t gpu = gpu_pid(0);
+  // Perfetto's track names: "<name> <key>".
+  CHECK(report.counter_tracks.at({gpu, "NVLink bytes sent (GB/s)"}) == 5);
+  CHECK(report.counter_tracks.at({gpu, "NVLink bytes received (GB/s)"}) == 5);
+  CHECK(report.counter_tracks.at({gpu, "SM activity (%)"}) == 5);
+  CHECK(report.process_names.at(gpu) == "GPU 0: NVIDIA H200");
+  const json doc = parse_file(f.path);
+  // A rate per interval at its start; 0 where the series pauses and at its end.
+  CHECK(counter_samples(doc, "NVLink bytes sent", gpu, "(GB/s)") ==
+        std::vector<std::pair<double, double>>{{1000.0, 2.0}, {2000.0, 0.5}, {3000.0, 0.0},
+                                               {5000.0, 3.0}, {6000.0, 0.0}});
+  CHECK(counter_samples(doc, "SM activity", gpu, "(%)") ==
+        std::vector<std::pair<double, double>>{{1000.0, 50.0}, {2000.0, 25.0}, {3000.0, 0.0},
+                                               {5000.0, 100.0}, {6000.0, 0.0}});
+  CHECK(doc.at("metadata").at("gpu-metric-intervals-written") == 3);
+}
+
+TEST_CASE("a kernel's slice carries its sampled link bytes: exact, shared, across drains in either order") {
+  fixture f;
+  f.backend->gpu_device(make_device(0, "NVIDIA H200"));
+  f.backend->gpu_device(make_device(1, "NVIDIA H200"));
+  f.backend->gpu_sampled_metrics(link_metric_set(0));
+  // Drain 1: the intervals of GPU 0 before its kernels.
+  const double values[][3] = {{4000, 100, 0}, {4000, 100, 0}, {9000, 0, 0}, {70, 0, 0}};
+  const rt::gpu_metric_interval intervals[] = {{0, 0, 1'000'000, values[0]},
+                                               {0, 1'000'000, 2'000'000, values[1]},
+                                               {0, 2'000'000, 3'000'000, values[2]},
+                                               {0, 3'000'000, 4'000'000, values[3]}};
+  f.backend->gpu_metric_intervals(intervals, 3);
+  f.flush(false);
+  // Drain 2: "alone" spans intervals 0 and 1; "first" and "second" share
+  // interval 2 (1 and 2 parts of overlap); "unsampled" ran on GPU 1.
+  const rt::gpu_activity kernels[] = {
+      kernel(0, 2'000'000, 0, 7, "alone", launched(1, 0, 0, nullptr)),
+      kernel(2'000'000, 2'500'000, 0, 7, "first", launched(2, 0, 0, nullptr)),
+      kernel(2'000'000, 3'000'000, 0, 8, "second", launched(3, 0, 0, nullptr)),
+      kernel(0, 1'000'000, 1, 7, "unsampled", launched(4, 0, 0, nullptr))};
+  f.backend->gpu_activities(kernels, std::size(kernels));
+  f.flush(false);
+  // Written by now: the intervals of drain 1 were settled at the end of drain 2.
+  {
+    const json doc = parse_file(f.path);
+    CHECK(the_event(doc, "X", "alone").at("args").at("NVLink sent bytes") == 8000);
+    CHECK_FALSE(the_event(doc, "X", "unsampled").at("args").contains("NVLink sent bytes"));
+  }
+  // Drain 3: a kernel, then the interval it ran in.
+  const rt::gpu_activity late[] = {kernel(3'000'000, 3'500'000, 0, 7, "last", launched(5, 0, 0, nullptr))};
+  f.backend->gpu_activities(late, 1);
+  f.backend->gpu_metric_intervals(intervals + 3, 1);
+  f.flush(true);
+
+  checked(f.path);
+  const json doc = parse_file(f.path);
+  const json alone = the_event(doc, "X", "alone").at("args");
+  CHECK(alone.at("NVLink sent bytes") == 8000);
+  CHECK(alone.at("NVLink received bytes") == 200);
+  CHECK(alone.at("PCIe read bytes") == 0);
+  CHECK(alone.at("link bytes") == "exact");
+  CHECK(alone.at("sampled intervals") == 2);
+  const json first = the_event(doc, "X", "first").at("args");
+  CHECK(first.at("NVLink sent bytes") == 3000);
+  CHECK(first.at("link bytes") == "shared");
+  const json second = the_event(doc, "X", "second").at("args");
+  CHECK(second.at("NVLink sent bytes") == 6000);
+  CHECK(second.at("link bytes") == "shared");
+  CHECK(the_event(doc, "X", "last").at("args").at("NVLink sent bytes") == 70);
+  CHECK_FALSE(the_event(doc, "X", "unsampled").at("args").contains("link bytes"));
+  CHECK(doc.at("metadata").at("kernels-with-link-bytes") == 4);
+  CHECK(doc.at("metadata").at("gpu-operations-written") == 5);
+}

@@ -580,3 +580,39 @@ TEST_CASE("device-initiated traffic: bytes per memory reached and direction as t
   CHECK(definitions.find("UINT64") != std::string::npos);
   CHECK(definitions.find("bytes the stream's kernels loaded from GPU 1's memory") != std::string::npos);
 }
+
+TEST_CASE("sampled counters: a metric location per GPU, counts as totals since the start, levels per interval") {
+  fixture f;
+  const std::vector<rt::gpu_metric> metrics = {
+      {"nvltx__bytes.sum", "NVLink bytes sent", "bytes", true},
+      {"sm__cycles_active.avg.pct_of_peak_sustained_elapsed", "SM activity", "percent", false}};
+  f.backend->gpu_sampled_metrics({0, metrics, 1'000'000});
+  f.backend->gpu_sampled_metrics({1, metrics, 1'000'000});
+  const double values[][2] = {{2048, 50}, {1024, 25}, {4096, 100}};
+  const rt::gpu_metric_interval first[] = {{0, 1'000'000, 2'000'000, values[0]},
+                                           {1, 1'000'000, 2'000'000, values[2]}};
+  f.backend->gpu_metric_intervals(first, std::size(first));
+  f.flush(false);
+  const rt::gpu_metric_interval second[] = {{0, 2'000'000, 3'000'000, values[1]}};
+  f.backend->gpu_metric_intervals(second, std::size(second));
+  f.flush(true);
+
+  const check::report report = f.checked();
+  f.printed();
+  // Per GPU: 0 at the first start, then the total at each end; a level at each end.
+  CHECK(report.metric_sample_counts.at("NVLink bytes sent") == 5);
+  CHECK(report.metric_sample_counts.at("SM activity") == 3);
+  const std::string print = f.dir.file("definitions.out");
+  CHECK(std::system(("'" + std::string{FERRET_OTF2_PRINT} + "' -G '" + f.anchor + "' > '" + print + "'").c_str()) ==
+        0);
+  const std::string definitions = read_text(print);
+  CHECK(definitions.find("\"GPU 0 sampled counters\"") != std::string::npos);
+  CHECK(definitions.find("\"GPU 1 sampled counters\"") != std::string::npos);
+  CHECK(definitions.find("ACCUMULATED_START") != std::string::npos);
+  CHECK(definitions.find("ABSOLUTE_LAST") != std::string::npos);
+  CHECK(definitions.find("nvltx__bytes.sum") != std::string::npos);
+  // GPU 0's running total: 2048, then 2048 + 1024.
+  const std::string events = read_text(f.dir.file("print.out"));
+  CHECK(events.find("DOUBLE; 3072") != std::string::npos);
+  CHECK(events.find("DOUBLE; 4096") != std::string::npos);
+}

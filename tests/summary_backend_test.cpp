@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -1276,4 +1277,117 @@ TEST_CASE("API calls counted, not recorded: the collectors' counts, most first")
         lines{"   calls  collector   call", "  252648  cuda        cudaGetDevice",
               "   41286  cuda        cudaGetLastError", "       3  level-zero  zeDeviceGet"});
   CHECK(lines_of(report).back().rfind("Losses", 0) != 0);
+}
+
+namespace {
+
+// --- sampled counters (FERRET_CUDA_METRICS_SAMPLING) ---------------------------------
+
+const std::vector<rt::gpu_metric> link_metrics = {
+    {"nvltx__bytes.sum", "NVLink bytes sent", "bytes", true},
+    {"nvlrx__bytes.sum", "NVLink bytes received", "bytes", true},
+    {"pcie__read_bytes.sum", "PCIe bytes read", "bytes", true},
+    {"pcie__write_bytes.sum", "PCIe bytes written", "bytes", true},
+    {"sm__cycles_active.avg.pct_of_peak_sustained_elapsed", "SM activity", "percent", false},
+};
+
+// Intervals of GPU 0, 1 ms each from `first` on, one row of values each.
+void deliver_intervals(rt::backend& backend, std::int64_t first,
+                       const std::vector<std::array<double, 5>>& values) {
+  std::vector<rt::gpu_metric_interval> intervals;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const std::int64_t begin = (first + static_cast<std::int64_t>(i)) * ms;
+    intervals.push_back({0, begin, begin + ms, values[i].data()});
+  }
+  backend.gpu_metric_intervals(intervals.data(), intervals.size());
+}
+
+}  // namespace
+
+TEST_CASE("link traffic by kernel: exact when one kernel ran, shared by overlap, no kernel; any arrival order") {
+  summary_run run;
+  constexpr double MiB = 1024.0 * 1024.0;
+  run.backend().gpu_sampled_metrics(rt::gpu_metric_set{0, link_metrics, ms});
+  // Drain 1: the first intervals come before their kernels.
+  deliver_intervals(run.backend(), 0,
+                    {{{4 * MiB, MiB, 1024, 0, 50}},     // kernel_a alone
+                     {{4 * MiB, MiB, 1024, 0, 50}},     // kernel_a alone (it spans two intervals)
+                     {{10 * MiB, MiB, 1024, 0, 100}},   // kernel_b 0.5 ms, kernel_c 0.75 ms
+                     {{MiB, MiB, 1024, 0, 0}}});        // no kernel
+  run.flush(false);
+  // Drain 2: those kernels.
+  run.activities({kernel("kernel_a", 0, 2 * ms, launch_not_seen),
+                  kernel("kernel_b", 2 * ms, 2 * ms + ms / 2, launch_not_seen),
+                  kernel("kernel_c", 2 * ms + ms / 4, 3 * ms, launch_not_seen)});
+  run.flush(false);
+  // Drain 3: a kernel before its intervals.
+  run.activities({kernel("kernel_d", 5 * ms, 6 * ms, launch_not_seen)});
+  deliver_intervals(run.backend(), 4, {{{2 * MiB, MiB, 1024, 0, 0}}, {{8 * MiB, MiB, 1024, 0, 100}}});
+  const std::string report = run.finish();
+  INFO(report);
+
+  const lines kernels = section(report, "Link traffic by kernel (PM sampling)");
+  REQUIRE(kernels.size() > 2);
+  // Exact: 4+1 MiB + 2 × 1 KiB, twice (kernel_a), 8+1 MiB + 1 KiB (kernel_d);
+  // shared: 10+1 MiB + 1 KiB; no kernel: 1+1 MiB + 1 KiB, 2+1 MiB + 1 KiB.
+  CHECK(kernels[0] == "  link bytes (NVLink and PCIe): 19.0 MiB while one kernel ran (exact), 11.0 MiB "
+                      "shared among several kernels by their overlap, 5.0 MiB while no kernel ran (idle "
+                      "or copies)");
+  const lines table(kernels.begin() + 2, kernels.end());
+  CHECK(texts(table.front()) == std::vector<std::string>{"NVLink sent", "NVLink received", "PCIe read",
+                                                         "PCIe write", "exact", "launches", "GPU",
+                                                         "kernel"});
+  check_aligned(table, "rrrrrrrl");
+  // kernel_c overlapped 0.75 of the 1.25 ms both ran in interval 2: 6 MiB,
+  // 0.6 MiB, 614 B; kernel_b the rest.
+  CHECK(rows(table) == std::vector<std::vector<std::string>>{
+                           {"8.0 MiB", "2.0 MiB", "2.0 KiB", "-", "100%", "1", "0", "kernel_a"},
+                           {"8.0 MiB", "1.0 MiB", "1.0 KiB", "-", "100%", "1", "0", "kernel_d"},
+                           {"6.0 MiB", "614.4 KiB", "614 B", "-", "0%", "1", "0", "kernel_c"},
+                           {"4.0 MiB", "409.6 KiB", "410 B", "-", "0%", "1", "0", "kernel_b"},
+                       });
+
+  const lines counters = section(report, "Sampled counters per GPU (PM sampling)");
+  REQUIRE(!counters.empty());
+  CHECK(texts(counters.front()) ==
+        std::vector<std::string>{"GPU", "counter", "total", "mean", "peak", "sampled"});
+  // 29 MiB in 6 ms; at most 10 MiB in 1 ms. SM activity: a level, its time-weighted mean.
+  CHECK(rows(counters) == std::vector<std::vector<std::string>>{
+                              {"GPU 0", "NVLink bytes sent", "29.0 MiB", "5.07 GB/s", "10.49 GB/s", "0.006 s"},
+                              {"GPU 0", "NVLink bytes received", "6.0 MiB", "1.05 GB/s", "1.05 GB/s", "0.006 s"},
+                              {"GPU 0", "PCIe bytes read", "6.0 KiB", "1.02 MB/s", "1.02 MB/s", "0.006 s"},
+                              {"GPU 0", "PCIe bytes written", "0 B", "0 B/s", "0 B/s", "0.006 s"},
+                              {"GPU 0", "SM activity", "-", "50 percent", "100 percent", "0.006 s"},
+                          });
+}
+
+TEST_CASE("link traffic by kernel: the top 10 kernels, the rest summed per link") {
+  summary_run run;
+  run.backend().gpu_sampled_metrics(rt::gpu_metric_set{0, link_metrics, ms});
+  std::vector<std::string> names;
+  for (int i = 0; i < 12; ++i) names.push_back("k" + std::to_string(i));
+  std::vector<gpu_activity> kernels;
+  std::vector<std::array<double, 5>> values;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const auto begin = static_cast<std::int64_t>(i) * ms;
+    kernels.push_back(kernel(names[i].c_str(), begin, begin + ms, launch_not_seen));
+    values.push_back({{1000.0 * static_cast<double>(i + 1), 0, 0, 10, 0}});
+  }
+  run.activities(kernels);
+  deliver_intervals(run.backend(), 0, values);
+  const lines body = section(run.finish(), "Link traffic by kernel (PM sampling)");
+  const auto table = rows(lines(body.begin() + 2, body.end()));
+  REQUIRE(table.size() == 10);
+  CHECK(table.front().back() == "k11");
+  CHECK(table.back().back() == "k2");
+  CHECK(body.back() == "  … 2 more kernels: NVLink sent 2.9 KiB, NVLink received 0 B, PCIe read 0 B, "
+                       "PCIe write 20 B");
+}
+
+TEST_CASE("without sampled counters the summary has no PM sampling section") {
+  summary_run run;
+  run.activities({kernel("k", 0, ms, launch_not_seen)});
+  const std::string report = run.finish();
+  CHECK(section(report, "Link traffic by kernel (PM sampling)").empty());
+  CHECK(section(report, "Sampled counters per GPU (PM sampling)").empty());
 }

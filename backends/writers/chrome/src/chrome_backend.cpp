@@ -8,6 +8,7 @@
 #include "exit_guard.hpp"
 #include "gpu_device_initiated.hpp"
 #include "gpu_source_lines.hpp"
+#include "link_attribution.hpp"
 #include "ferret/runtime/runtime.hpp"
 
 #include <fmt/format.h>
@@ -24,6 +25,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -264,6 +266,14 @@ struct live_object {
   std::uint64_t tid;
 };
 
+// A sampled counter of a GPU (FERRET_CUDA_METRICS_SAMPLING), as its C events begin.
+struct sampled_counter {
+  bool accumulates = false;
+  double per_second_scale = 1e9;  // counts per ns to the unit's rate (1 for GB/s)
+  std::string name_and_key;  // "name":"<label>","cat":"sampled","pid":<pid>,"ts":
+  std::string key;           // ,"args":{"(<unit>)":
+};
+
 // A GPU's process in the trace.
 struct gpu_state {
   std::uint32_t pid = 0;
@@ -277,6 +287,8 @@ struct gpu_state {
   // overlaps another on its track: such an operation goes on the stream's next
   // track, "stream <n> (overlapping <k>)".
   std::unordered_map<std::uint32_t, std::vector<std::int64_t>> track_ends;
+  std::vector<sampled_counter> counters;      // in the order of the metric set's values
+  std::optional<std::int64_t> series_end_ns;  // the last interval's end, while the series runs
 };
 
 // Tracks of one stream beyond which an overlapping operation stays on the
@@ -309,7 +321,7 @@ const char* synchronization_name(std::uint32_t detail) noexcept {
   }
 }
 
-class chrome_backend final : public runtime::backend {
+class chrome_backend final : public runtime::backend, profile::link_attribution::handler {
  public:
   chrome_backend(const session_info& session, std::string path, int fd)
       : session_(session), path_(std::move(path)), fd_(fd), file_(runtime::identity_of(fd)) {
@@ -392,7 +404,13 @@ class chrome_backend final : public runtime::backend {
   void flush(const session_status& status) override {
     if (closed_) return;
     remember_status(status);
-    if (status.final) finish_open_objects();
+    if (status.final) {
+      link_attribution_.finish();  // writes the kernel slices still held
+      end_counter_series();
+      finish_open_objects();
+    } else {
+      link_attribution_.end_drain();
+    }
     // A batch smaller than a large trailer waits for more events (see
     // write_threshold_); the final flush writes whatever is left.
     if (status.final || out_.size() >= flush_threshold()) write_out();
@@ -426,6 +444,7 @@ class chrome_backend final : public runtime::backend {
     device_initiated_ = {};
     std::string().swap(device_initiated_json_);
     std::vector<const gpu_activity*>().swap(ordered_);
+    held_kernels_.clear();
   }
 
   std::string describe() const override {
@@ -463,6 +482,45 @@ class chrome_backend final : public runtime::backend {
     });
     for (const gpu_activity* activity : ordered_) append_gpu_activity(*activity);
     ordered_.clear();
+  }
+
+  // Sampled counters: one counter track per metric in the device's process.
+  // Perfetto names a track "<name> <arg key>": the key is the unit, so the
+  // track reads "NVLink bytes sent (GB/s)".
+  void gpu_sampled_metrics(const runtime::gpu_metric_set& set) override {
+    if (closed_) return;
+    gpu_state& gpu = gpu_entry(set.device);
+    gpu.counters.clear();
+    for (const runtime::gpu_metric& metric : set.metrics) {
+      sampled_counter& counter = gpu.counters.emplace_back();
+      counter.accumulates = metric.accumulates;
+      const std::string_view unit = metric.unit != nullptr ? metric.unit : "";
+      counter.per_second_scale = 1e9;
+      std::string shown_unit;
+      if (metric.accumulates && unit == "bytes") {
+        shown_unit = "GB/s";  // bytes per nanosecond
+        counter.per_second_scale = 1.0;
+      } else if (metric.accumulates) {
+        shown_unit = fmt::format("{}/s", unit);
+      } else {
+        shown_unit = unit == "percent" ? std::string{"%"} : std::string{unit};
+      }
+      counter.name_and_key.append("\"name\":");
+      append_json_string(counter.name_and_key,
+                         metric.label != nullptr ? metric.label : (metric.name != nullptr ? metric.name : ""));
+      counter.name_and_key.append(",\"cat\":\"sampled\"");
+      fmt::format_to(std::back_inserter(counter.name_and_key), R"(,"pid":{},"ts":)", gpu.pid);
+      counter.key.append(",\"args\":{");
+      append_key(counter.key, fmt::format("({})", shown_unit));
+    }
+    link_attribution_.add_metric_set(set);
+  }
+
+  void gpu_metric_intervals(const runtime::gpu_metric_interval* intervals,
+                            std::size_t count) override {
+    if (closed_) return;
+    for (std::size_t i = 0; i < count; ++i) append_metric_interval(intervals[i]);
+    link_attribution_.add_intervals(intervals, count);
   }
 
   void gpu_instruction_samples(const runtime::gpu_instruction_sample* samples,
@@ -918,7 +976,7 @@ class chrome_backend final : public runtime::backend {
         append_kernel_args(activity.kernel);
         if (activity.samples != nullptr) append_sample_args(*activity.samples);
         if (activity.remote != nullptr) append_remote_args(*activity.remote);
-        end_device_slice(activity, gpu);
+        hold_kernel_slice(activity, gpu);
         break;
       case gpu_operation::memcpy:
         copy_name_.assign("\"Memcpy ");
@@ -1035,6 +1093,91 @@ class chrome_backend final : public runtime::backend {
         fmt::format_to(std::back_inserter(text_), R"(,"stored to {}":{})", memory,
                        target.stored_bytes);
     }
+  }
+
+  // A kernel's slice waits, its arguments open, until the sampled link bytes
+  // of its time are attributed (kernel_done); its launch flow is written now.
+  void hold_kernel_slice(const gpu_activity& kernel, const gpu_state& gpu) {
+    const std::uint64_t key = ++held_kernel_keys_;
+    held_kernels_.emplace(key, std::move(text_));
+    text_.clear();
+    if (kernel.launch.tid != 0) append_launch_flow(kernel, gpu);
+    link_attribution_.add_kernel(kernel.device, kernel.start_ns, kernel.end_ns, key);
+  }
+
+  // The kernel's attributed link bytes (when its device sampled them) close
+  // its held slice: "NVLink sent bytes" etc., and "link bytes": "exact" (it
+  // ran alone in every interval it overlapped), "shared" or "partly shared".
+  void kernel_done(std::uint64_t key, const profile::kernel_link_bytes* bytes) override {
+    const auto held = held_kernels_.find(key);
+    if (held == held_kernels_.end()) return;
+    text_ = std::move(held->second);
+    held_kernels_.erase(held);
+    if (bytes != nullptr && bytes->intervals != 0) {
+      double exact = 0, shared = 0;
+      for (std::size_t i = 0; i < profile::link_counters; ++i) {
+        exact += bytes->exact[i];
+        shared += bytes->shared[i];
+        fmt::format_to(std::back_inserter(text_), R"(,"{} bytes":{})",
+                       profile::describe(static_cast<profile::link_counter>(i)),
+                       std::llround(bytes->exact[i] + bytes->shared[i]));
+      }
+      fmt::format_to(std::back_inserter(text_), R"(,"link bytes":"{}","sampled intervals":{})",
+                     shared == 0 ? "exact" : exact == 0 ? "shared" : "partly shared",
+                     bytes->intervals);
+      ++kernels_with_link_bytes_;
+    }
+    text_.push_back('}');  // args
+    end_event();
+  }
+
+  void interval_done(std::uint32_t, profile::link_share, const profile::link_bytes&) override {}
+
+  // One sample per counter at the interval's start: the rate over the
+  // interval for counts, the value for levels. Where the next interval does
+  // not start at this one's end the series drops to 0 there.
+  void append_metric_interval(const runtime::gpu_metric_interval& interval) {
+    const auto found = gpus_.find(interval.device);
+    if (found == gpus_.end() || found->second.counters.empty() || interval.values == nullptr ||
+        interval.end_ns <= interval.begin_ns)
+      return;
+    gpu_state& gpu = used_gpu(interval.device);
+    if (gpu.series_end_ns && *gpu.series_end_ns < interval.begin_ns) end_counter_series(gpu);
+    const double ns = static_cast<double>(interval.end_ns - interval.begin_ns);
+    for (std::size_t i = 0; i < gpu.counters.size(); ++i) {
+      const sampled_counter& counter = gpu.counters[i];
+      const double value = counter.accumulates
+                               ? interval.values[i] / ns * counter.per_second_scale
+                               : interval.values[i];
+      append_counter_sample(counter, interval.begin_ns, value);
+    }
+    gpu.series_end_ns = interval.end_ns;
+    ++metric_intervals_;
+  }
+
+  void end_counter_series(gpu_state& gpu) {
+    if (!gpu.series_end_ns) return;
+    for (const sampled_counter& counter : gpu.counters)
+      append_counter_sample(counter, *gpu.series_end_ns, 0);
+    gpu.series_end_ns.reset();
+  }
+
+  void end_counter_series() {
+    for (auto& [device, gpu] : gpus_) end_counter_series(gpu);
+  }
+
+  void append_counter_sample(const sampled_counter& counter, std::int64_t time_ns, double value) {
+    if (!std::isfinite(value)) {
+      ++nonfinite_counter_samples_;  // JSON numbers cannot express it
+      return;
+    }
+    begin_event();
+    text_.append(R"({"ph":"C",)");
+    text_.append(counter.name_and_key);
+    append_us(text_, time_ns);
+    text_.append(counter.key);
+    fmt::format_to(std::back_inserter(text_), "{}}}", value);
+    end_event();
   }
 
   void append_copy_args(const gpu_activity& copy) {
@@ -1315,6 +1458,12 @@ class chrome_backend final : public runtime::backend {
     if (gpu_operations_overlapping_on_track_ != 0)
       fmt::format_to(std::back_inserter(out), ",\"gpu-operations-overlapping-on-track\":{}",
                      gpu_operations_overlapping_on_track_);
+    if (metric_intervals_ != 0)
+      fmt::format_to(std::back_inserter(out),
+                     ",\"gpu-metric-intervals-written\":{},\"kernels-with-link-bytes\":{}"
+                     ",\"link-kernels-late\":{},\"link-settled-at-limit\":{}",
+                     metric_intervals_, kernels_with_link_bytes_, link_attribution_.late_kernels(),
+                     link_attribution_.settled_at_limit());
     if (regions_too_deep_ != 0)
       fmt::format_to(std::back_inserter(out), ",\"regions-deeper-than-perfetto-shows\":{}",
                      regions_too_deep_);
@@ -1391,6 +1540,14 @@ class chrome_backend final : public runtime::backend {
   // overlap another operation (Perfetto drops them).
   std::uint64_t gpu_operations_overlapping_on_track_ = 0;
   std::uint64_t slice_tid_ = 0;  // the track of the device slice being written
+
+  // Kernel slices whose link bytes are not yet attributed, by key; bounded by
+  // the attribution's windows (link_attribution.hpp).
+  profile::link_attribution link_attribution_{*this};
+  std::unordered_map<std::uint64_t, std::string> held_kernels_;
+  std::uint64_t held_kernel_keys_ = 0;
+  std::uint64_t kernels_with_link_bytes_ = 0;
+  std::uint64_t metric_intervals_ = 0;
 };
 
 }  // namespace

@@ -8,6 +8,8 @@
 #include <otf2/otf2.h>
 
 #include <algorithm>
+#include <cmath>
+#include <tuple>
 #include <array>
 #include <cstdint>
 #include <cstdlib>
@@ -315,6 +317,59 @@ class otf2_backend final : public runtime::backend {
     if (closed_) return;
     const std::uint32_t group = gpu_group(device.id);
     groups_[group].name = string_ref(fmt::format("GPU {}: {}", device.id, device.name));
+  }
+
+  // Sampled counters (FERRET_CUDA_METRICS_SAMPLING): one metric per counter,
+  // shared by the GPUs, on a metric location "GPU <n> sampled counters" in
+  // the GPU's group. Counts (bytes, cycles) as Score-P writes hardware
+  // counters: totals since the start (ACCUMULATED_START; 0 at the first
+  // interval's start, then at each interval's end), so that a reader's
+  // difference is the interval's count; levels (percent) as the value over
+  // the interval since the previous point (ABSOLUTE_LAST), at its end.
+  void gpu_sampled_metrics(const runtime::gpu_metric_set& set) override {
+    if (closed_) return;
+    sampled_device& device = sampled_[set.device];
+    device.metrics.clear();
+    device.totals.assign(set.metrics.size(), 0.0);
+    for (const runtime::gpu_metric& metric : set.metrics) {
+      const std::string name = metric.label != nullptr ? metric.label : (metric.name != nullptr ? metric.name : "");
+      const std::string unit = metric.unit != nullptr ? metric.unit : "";
+      auto [it, inserted] = sampled_metric_of_.try_emplace({name, unit, metric.accumulates}, no_ref);
+      if (inserted)
+        it->second = add_metric(name, unit,
+                                metric.accumulates ? OTF2_METRIC_ACCUMULATED_START : OTF2_METRIC_ABSOLUTE_LAST,
+                                OTF2_METRIC_ASYNCHRONOUS,
+                                metric.name != nullptr ? std::string_view{metric.name} : std::string_view{});
+      device.metrics.push_back({it->second, metric.accumulates});
+    }
+  }
+
+  void gpu_metric_intervals(const runtime::gpu_metric_interval* intervals,
+                            std::size_t count) override {
+    if (closed_) return;
+    const otf2_error_scope errors{errors_};
+    for (std::size_t i = 0; i < count && !failed_; ++i) {
+      const runtime::gpu_metric_interval& interval = intervals[i];
+      const auto found = sampled_.find(interval.device);
+      if (found == sampled_.end() || interval.values == nullptr) continue;
+      sampled_device& device = found->second;
+      if (device.location == no_ref)
+        device.location = add_location(fmt::format("GPU {} sampled counters", interval.device),
+                                       OTF2_LOCATION_TYPE_METRIC, gpu_group(interval.device));
+      if (!device.started) {
+        for (std::size_t m = 0; m < device.metrics.size(); ++m)
+          if (device.metrics[m].accumulates)
+            write_metric(device.location, interval.begin_ns, device.metrics[m].metric, 0.0);
+        device.started = true;
+      }
+      for (std::size_t m = 0; m < device.metrics.size(); ++m) {
+        const double value = interval.values[m];
+        if (!std::isfinite(value)) continue;
+        double sample = value;
+        if (device.metrics[m].accumulates) sample = device.totals[m] += value;
+        write_metric(device.location, interval.end_ns, device.metrics[m].metric, sample);
+      }
+    }
   }
 
   void gpu_activities(const gpu_activity* activities, std::size_t count) override {
@@ -1254,6 +1309,18 @@ class otf2_backend final : public runtime::backend {
   std::map<std::string, std::uint32_t> marker_defs_;  // category → marker definition
   std::vector<marker> markers_list_;
   std::map<std::uint32_t, std::uint32_t> gpu_memory_;  // device → its memory location
+  struct sampled_metric {
+    std::uint32_t metric;
+    bool accumulates;
+  };
+  struct sampled_device {
+    std::vector<sampled_metric> metrics;  // in the order of the set's values
+    std::vector<double> totals;           // counts since the start, per metric
+    std::uint32_t location = no_ref;      // "GPU <n> sampled counters", at the first interval
+    bool started = false;
+  };
+  std::map<std::uint32_t, sampled_device> sampled_;  // by device
+  std::map<std::tuple<std::string, std::string, bool>, std::uint32_t> sampled_metric_of_;
   struct allocated_memory {
     std::uint32_t metric = no_ref;
     std::uint64_t bytes = 0;

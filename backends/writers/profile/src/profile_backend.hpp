@@ -45,6 +45,12 @@ class profile_backend : public runtime::backend {
   void gpu_remote_accesses(const runtime::gpu_remote_access* accesses, std::size_t count) final {
     if (!done_) model_.add_remote_accesses(accesses, count);
   }
+  void gpu_sampled_metrics(const runtime::gpu_metric_set& set) final {
+    if (!done_) model_.add_metric_set(set);
+  }
+  void gpu_metric_intervals(const runtime::gpu_metric_interval* intervals, std::size_t count) final {
+    if (!done_) model_.add_metric_intervals(intervals, count);
+  }
   void communication(const runtime::communication_event* events, std::size_t count) final {
     if (!done_) model_.add_communication(events, count);
   }
@@ -54,7 +60,11 @@ class profile_backend : public runtime::backend {
   }
   // Earlier flushes write nothing: the profile is written once, complete.
   void flush(const runtime::session_status& status) final {
-    if (done_ || !status.final) return;
+    if (done_) return;
+    if (!status.final) {
+      model_.end_drain();
+      return;
+    }
     done_ = true;
     timespec now{};
     clock_gettime(CLOCK_MONOTONIC_RAW, &now);

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <variant>
 
 namespace ferret::profile {
@@ -77,6 +78,31 @@ void kernel_totals::merge(const kernel_totals& other) noexcept {
   samples += other.samples;
   for (std::size_t i = 0; i < runtime::gpu_stall_classes; ++i) by_stall[i] += other.by_stall[i];
   expected_samples += other.expected_samples;
+  for (std::size_t i = 0; i < link_counters; ++i) {
+    link.exact[i] += other.link.exact[i];
+    link.shared[i] += other.link.shared[i];
+  }
+  link.intervals += other.link.intervals;
+  link_launches += other.link_launches;
+}
+
+void sampled_metric_totals::add(double value, std::int64_t ns) noexcept {
+  if (!std::isfinite(value) || ns <= 0) return;
+  ++intervals;
+  sampled_ns += ns;
+  if (accumulates) {
+    sum += value;
+    peak = std::max(peak, value * 1e9 / static_cast<double>(ns));
+  } else {
+    sum += value * static_cast<double>(ns);
+    peak = intervals == 1 ? value : std::max(peak, value);
+  }
+}
+
+double sampled_metric_totals::mean() const noexcept {
+  if (sampled_ns <= 0) return 0;
+  return accumulates ? sum * 1e9 / static_cast<double>(sampled_ns)
+                     : sum / static_cast<double>(sampled_ns);
 }
 
 void remote_volume::add(runtime::memory_access access, std::uint64_t more_bytes,
@@ -564,7 +590,65 @@ void profile_model::add_kernel(const gpu_activity& kernel, std::uint32_t node) {
   totals.shared_memory_per_block =
       std::max(totals.shared_memory_per_block,
                kernel.kernel.static_shared_memory + kernel.kernel.dynamic_shared_memory);
+  link_attribution_.add_kernel(kernel.device, kernel.start_ns, kernel.end_ns,
+                               reinterpret_cast<std::uintptr_t>(&totals));
   add_busy(kernel);
+}
+
+// --- sampled counters ------------------------------------------------------------
+
+void profile_model::add_metric_set(const runtime::gpu_metric_set& set) {
+  if (finished_) return;
+  std::vector<sampled_metric_totals>& sampled = device(set.device).sampled;
+  sampled.clear();
+  for (const runtime::gpu_metric& metric : set.metrics) {
+    sampled_metric_totals& totals = sampled.emplace_back();
+    totals.label = metric.label != nullptr ? metric.label : (metric.name != nullptr ? metric.name : "");
+    totals.unit = metric.unit != nullptr ? metric.unit : "";
+    totals.accumulates = metric.accumulates;
+  }
+  link_attribution_.add_metric_set(set);
+}
+
+void profile_model::add_metric_intervals(const runtime::gpu_metric_interval* intervals,
+                                         std::size_t count) {
+  if (finished_) return;
+  for (std::size_t i = 0; i < count; ++i) {
+    const runtime::gpu_metric_interval& interval = intervals[i];
+    const auto found = devices_.find(interval.device);
+    if (found == devices_.end() || interval.values == nullptr) continue;
+    std::vector<sampled_metric_totals>& sampled = found->second.sampled;
+    for (std::size_t metric = 0; metric < sampled.size(); ++metric)
+      sampled[metric].add(interval.values[metric], interval.end_ns - interval.begin_ns);
+  }
+  link_attribution_.add_intervals(intervals, count);
+}
+
+void profile_model::end_drain() {
+  if (!finished_) link_attribution_.end_drain();
+}
+
+bool profile_model::has_sampled_counters() const noexcept {
+  for (const auto& [id, on] : devices_)
+    if (!on.sampled.empty()) return true;
+  return false;
+}
+
+void profile_model::link_sink::kernel_done(std::uint64_t key, const kernel_link_bytes* bytes) {
+  if (bytes == nullptr || bytes->intervals == 0) return;
+  auto& totals = *reinterpret_cast<kernel_totals*>(static_cast<std::uintptr_t>(key));
+  for (std::size_t i = 0; i < link_counters; ++i) {
+    totals.link.exact[i] += bytes->exact[i];
+    totals.link.shared[i] += bytes->shared[i];
+  }
+  totals.link.intervals += bytes->intervals;
+  ++totals.link_launches;
+}
+
+void profile_model::link_sink::interval_done(std::uint32_t device, link_share share,
+                                             const link_bytes& bytes) {
+  link_bytes& into = model_.device(device).link_by_share[static_cast<std::size_t>(share)];
+  for (std::size_t i = 0; i < link_counters; ++i) into[i] += bytes[i];
 }
 
 void profile_model::add_copy(const gpu_activity& copy, std::uint32_t node) {
@@ -986,6 +1070,7 @@ std::vector<profile_model::remote_row> profile_model::remote_by_region_path() co
 
 void profile_model::finish(const runtime::session_status& status, std::int64_t end_ns) {
   if (finished_) return;
+  link_attribution_.finish();
   finished_ = true;
   end_ns_ = std::max(end_ns, latest_ns_);
   fit_time(end_ns_);

@@ -33,6 +33,10 @@
 //                          line information), data object, device pair and
 //                          access; a second traffic matrix; per data object
 //                          by device pair
+//   sampled counters (FERRET_CUDA_METRICS_SAMPLING): per device and counter
+//                          the total, mean and peak; NVLink and PCIe bytes
+//                          attributed to the kernels that ran then, exact or
+//                          shared, per kernel (link_attribution.hpp)
 //
 // Memory grows with distinct keys (contexts, kernels, objects, streams),
 // never with the number of events; time series have a fixed number of
@@ -52,6 +56,7 @@
 #include <vector>
 
 #include "ferret/runtime/backend.hpp"
+#include "link_attribution.hpp"
 
 namespace ferret::profile {
 
@@ -173,7 +178,24 @@ struct kernel_totals {
   double samples = 0;
   std::array<double, runtime::gpu_stall_classes> by_stall{};
   double expected_samples = 0;
+  // Sampled link bytes attributed to its launches (link_attribution.hpp):
+  // from intervals in which a launch ran alone, and its part of shared ones.
+  kernel_link_bytes link;
+  std::uint64_t link_launches = 0;  // launches that overlapped a sampled interval
   void merge(const kernel_totals& other) noexcept;
+};
+
+/// One sampled counter of a device over the run (FERRET_CUDA_METRICS_SAMPLING).
+struct sampled_metric_totals {
+  std::string label, unit;
+  bool accumulates = false;
+  std::uint64_t intervals = 0;
+  std::int64_t sampled_ns = 0;  // the intervals' lengths summed
+  double sum = 0;               // accumulating: the count; a level: value × ns
+  double peak = 0;              // accumulating: the highest rate (per second); a level: its highest
+  void add(double value, std::int64_t ns) noexcept;
+  /// Accumulating: the rate per second over the sampled time; a level: its time-weighted mean.
+  double mean() const noexcept;
 };
 
 struct transfer_totals {
@@ -321,6 +343,9 @@ struct device_totals {
   memory_series memory;
   std::map<std::uint32_t, stream_totals> streams;
   std::map<std::string, kernel_totals> kernels;  // by mangled name
+  std::vector<sampled_metric_totals> sampled;    // in the order of the device's gpu_metric_set
+  // Sampled link bytes by how they were attributed (link_share).
+  std::array<link_bytes, 3> link_by_share{};
 };
 
 /// The samples of one counter (by domain and name), over all threads.
@@ -355,6 +380,9 @@ std::vector<std::string> find_losses(const runtime::session_status& status);
 class profile_model {
  public:
   explicit profile_model(const runtime::session_info& session);
+  // The link attribution calls back into the model it belongs to.
+  profile_model(const profile_model&) = delete;
+  profile_model& operator=(const profile_model&) = delete;
 
   // --- fed by a backend, in the order the runtime calls it ---------------------
   void add_records(const runtime::thread_info& thread, const runtime::record* records,
@@ -366,6 +394,11 @@ class profile_model {
   void add_instruction_samples(const runtime::gpu_instruction_sample* samples, std::size_t count);
   /// Device-initiated traffic of one drain; a later drain may add to the same keys.
   void add_remote_accesses(const runtime::gpu_remote_access* accesses, std::size_t count);
+  /// Sampled hardware counters (FERRET_CUDA_METRICS_SAMPLING) and their intervals.
+  void add_metric_set(const runtime::gpu_metric_set& set);
+  void add_metric_intervals(const runtime::gpu_metric_interval* intervals, std::size_t count);
+  /// After every drain: settles the link attribution that drain allows.
+  void end_drain();
   /// MPI communication: bytes per call, and this rank's row of the rank x rank
   /// message matrix (point to point, by MPI_COMM_WORLD rank).
   void add_communication(const runtime::communication_event* events, std::size_t count);
@@ -499,6 +532,12 @@ class profile_model {
   std::vector<remote_row> remote_by_region_path() const;
   /// Every device-initiated byte seen (rows and the matrix agree).
   const remote_volume& remote_total() const noexcept { return remote_total_; }
+  /// True when a device announced sampled counters.
+  bool has_sampled_counters() const noexcept;
+  /// Kernels that arrived after the link bytes of their time were attributed.
+  std::uint64_t link_late_kernels() const noexcept { return link_attribution_.late_kernels(); }
+  /// Kernels and intervals whose attribution was settled early at the window's limit.
+  std::uint64_t link_settled_at_limit() const noexcept { return link_attribution_.settled_at_limit(); }
   const runtime::metadata_list& user_metadata() const noexcept { return user_metadata_; }
   const runtime::metadata_list& runtime_metadata() const noexcept { return runtime_metadata_; }
 
@@ -602,6 +641,20 @@ class profile_model {
            std::size_t>
       remote_line_of_;
   remote_volume remote_total_;
+
+  // Sampled link bytes, attributed to kernels (kernel_totals::link) through
+  // keys that are the kernel_totals' addresses (map nodes do not move).
+  class link_sink final : public link_attribution::handler {
+   public:
+    explicit link_sink(profile_model& model) : model_(model) {}
+    void kernel_done(std::uint64_t key, const kernel_link_bytes* bytes) override;
+    void interval_done(std::uint32_t device, link_share share, const link_bytes& bytes) override;
+
+   private:
+    profile_model& model_;
+  };
+  link_sink link_sink_{*this};
+  link_attribution link_attribution_{link_sink_};
 
   std::vector<std::string> losses_;
   std::vector<unrecorded_api_calls> unrecorded_;

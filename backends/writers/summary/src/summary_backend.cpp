@@ -22,6 +22,7 @@
 #include "number_format.hpp"
 #include "profile_backend.hpp"
 #include "readable_text.hpp"
+#include "link_traffic_tables.hpp"
 #include "remote_traffic_tables.hpp"
 
 namespace ferret::summary {
@@ -256,6 +257,24 @@ void append_device_initiated(std::string& out, const model& run) {
   const std::size_t contexts_shown = contexts.rows.size();
   append_gpu_table(out, "Device-initiated traffic by calling context", std::move(contexts),
                    contexts_shown, "row");
+}
+
+// Sampled counters (PM sampling): per GPU each counter's total, mean and peak,
+// then the link bytes attributed to the kernels that ran in each interval.
+void append_sampled_counters(std::string& out, const model& run) {
+  if (!run.has_sampled_counters()) return;
+  profile::text_rows counters = profile::sampled_counter_table(run);
+  const std::size_t counters_shown = counters.rows.size();
+  append_gpu_table(out, "Sampled counters per GPU (PM sampling)", std::move(counters), counters_shown,
+                   "counter");
+  profile::text_rows kernels = profile::link_kernel_table(run, top_rows);
+  for (std::vector<std::string>& row : kernels.rows) row.back() = shown_name(row.back(), 40);
+  const std::size_t kernels_shown = kernels.rows.size();
+  append_gpu_table(out, "Link traffic by kernel (PM sampling)", std::move(kernels), kernels_shown,
+                   "kernel",
+                   {profile::link_attribution_text(run),
+                    "exact: the share of a kernel's bytes from intervals in which it ran alone; "
+                    "the rest is its part, by overlap time, of intervals shared with other kernels"});
 }
 
 void append_copies(std::string& out, const model& run) {
@@ -538,6 +557,7 @@ std::string summary_text(const model& run, bool with_matrix) {
   append_matrix(out, run, run.traffic()[profile::copies_matrix], "Device-to-device bytes");
   append_matrix(out, run, run.traffic()[profile::device_initiated_matrix], "Device-initiated bytes (kernels' loads and stores)");
   append_device_initiated(out, run);
+  append_sampled_counters(out, run);
   append_objects(out, run);
   append_memory(out, run);
   append_regions(out, run);
