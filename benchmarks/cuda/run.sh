@@ -35,7 +35,8 @@
 #            launch callback saw.
 #   loop     200 iterations of saxpy + 4096³ bf16 GEMM + a 4-byte copy back
 #            (ms per iteration): bare, the classic minimal tracer, ferret;
-#            ferret with instruction samples, and Nsight Compute's source
+#            ferret with instruction samples, with sampled link and memory
+#            counters every 1 ms (target, issue 29: ≤ 1.02× bare), and Nsight Compute's source
 #            counters (kernel replay, 10 iterations) for the same view.
 #   torch    20 000 small PyTorch operations (µs per operation,
 #            ferret-torch-small-ops.py): bare; ferret with FERRET_CUDA_API=work
@@ -181,6 +182,7 @@ loop_rows=(
   "ferret, work (default)|ferret work"
   "ferret, driver|ferret driver"
   "ferret, instruction samples (FERRET_CUDA_PC_SAMPLING=1)|ferret work FERRET_CUDA_PC_SAMPLING=1"
+  "ferret, link and memory counters every 1 ms (FERRET_CUDA_METRICS_SAMPLING=1ms)|ferret work FERRET_CUDA_METRICS_SAMPLING=1ms"
   "Nsight Compute, SourceCounters (kernel replay; 10 iterations)|ncu"
 )
 torch_rows=(
