@@ -9,20 +9,9 @@
 # idle. Then a refused value (one line, the program runs on). Exit 0 pass,
 # 1 fail, 77 without a GPU.
 set -uo pipefail
-build=$(cd "$1" && pwd)
-work=$2
 here=$(cd "$(dirname "$0")" && pwd)
-mkdir -p "$work"
-work=$(cd "$work" && pwd)
-program=$build/bin/gpu-test-peer-accesses
-if [[ ! -x $program ]]; then
-  echo "metrics sampling: FAILED: no $program"
-  exit 1
-fi
-if ! nvidia-smi -L > /dev/null 2>&1; then
-  echo "metrics sampling: skipped: no GPU (nvidia-smi sees none)"
-  exit 77
-fi
+source "$here/gpu_check_start.sh"
+gpu_check_start "metrics sampling" "$1" "$2" gpu-test-peer-accesses
 source "$here/carried_libraries.sh"
 use_carried_libraries "$build" "$work/libraries"
 

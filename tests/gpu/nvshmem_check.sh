@@ -12,16 +12,11 @@
 # Prints the three times. Exit 0 pass, 1 fail, 77 with fewer than two GPUs or
 # without NVSHMEM or nvcc.
 set -uo pipefail
-build=$(cd "$1" && pwd)
-work=$2
 here=$(cd "$(dirname "$0")" && pwd)
-mkdir -p "$work"
-work=$(cd "$work" && pwd)
+source "$here/gpu_check_start.sh"
+gpu_check_start nvshmem "$1" "$2" ferret-run 2
 
 say() { echo "nvshmem: $*"; }
-[[ -x $build/bin/ferret-run ]] || { say "FAILED: no $build/bin/ferret-run"; exit 1; }
-gpus=$(nvidia-smi -L 2> /dev/null | grep -c '^GPU ' || true)
-((gpus >= 2)) || { say "skipped: needs two GPUs, nvidia-smi sees $gpus"; exit 77; }
 
 # NVSHMEM: a folder with include/nvshmem.h, lib/libnvshmem_device.a and
 # lib/libnvshmem_host.so*; NVSHMEM_HOME first, then the wheel as each Python finds it.

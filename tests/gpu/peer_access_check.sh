@@ -11,21 +11,10 @@
 # sanitizer's library (one line, the program runs on). Exit 0 pass, 1 fail,
 # 77 without a GPU or without the Compute Sanitizer.
 set -uo pipefail
-build=$(cd "$1" && pwd)
-work=$2
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-mkdir -p "$work"
-work=$(cd "$work" && pwd)
-program=$build/bin/gpu-test-peer-accesses
-if [[ ! -x $program ]]; then
-  echo "peer accesses: FAILED: no $program"
-  exit 1
-fi
-if ! nvidia-smi -L > /dev/null 2>&1; then
-  echo "peer accesses: skipped: no GPU (nvidia-smi sees none)"
-  exit 77
-fi
+source "$here/gpu_check_start.sh"
+gpu_check_start "peer accesses" "$1" "$2" gpu-test-peer-accesses
 sanitizer=/usr/local/cuda/compute-sanitizer
 if [[ ! -f $sanitizer/include/sanitizer.h ]]; then
   echo "peer accesses: skipped: no Compute Sanitizer headers in $sanitizer"

@@ -9,21 +9,9 @@
 # enough to diagnose a failure. Exit 0 pass, 1 fail, 77 with fewer than two
 # GPUs. Works on a carried build (tests/gpu/carry.sh) alone or from run.sh.
 set -uo pipefail
-build=$(cd "$1" && pwd)
-work=$2
 here=$(cd "$(dirname "$0")" && pwd)
-mkdir -p "$work"
-work=$(cd "$work" && pwd)
-program=$build/bin/gpu-test-peer-copies
-if [[ ! -x $program ]]; then
-  echo "peer copies: FAILED: no $program"
-  exit 1
-fi
-gpus=$(nvidia-smi --query-gpu=index --format=csv,noheader 2> /dev/null | wc -l)
-if ((gpus < 2)); then
-  echo "peer copies: skipped: $gpus GPU(s), two are needed"
-  exit 77
-fi
+source "$here/gpu_check_start.sh"
+gpu_check_start "peer copies" "$1" "$2" gpu-test-peer-copies 2
 echo "peer copies: GPUs (index, name, bus, driver):"
 nvidia-smi --query-gpu=index,name,pci.bus_id,driver_version --format=csv,noheader
 echo "peer copies: the link between them (nvidia-smi topo -m; NV# is NVLink, PIX/PXB/PHB/SYS PCIe):"

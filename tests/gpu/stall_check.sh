@@ -11,20 +11,9 @@
 # pass, 1 fail, 77 without a GPU or without ncu. Works on a carried build
 # (tests/gpu/carry.sh) alone or from run.sh.
 set -uo pipefail
-build=$(cd "$1" && pwd)
-work=$2
 here=$(cd "$(dirname "$0")" && pwd)
-mkdir -p "$work"
-work=$(cd "$work" && pwd)
-program=$build/bin/gpu-test-stall-kernels
-if [[ ! -x $program ]]; then
-  echo "stall check: FAILED: no $program"
-  exit 1
-fi
-if ! nvidia-smi -L > /dev/null 2>&1; then
-  echo "stall check: skipped: no GPU (nvidia-smi sees none)"
-  exit 77
-fi
+source "$here/gpu_check_start.sh"
+gpu_check_start "stall check" "$1" "$2" gpu-test-stall-kernels
 ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
 if [[ ! -x $ncu ]]; then
   echo "stall check: skipped: no ncu (Nsight Compute), the reference"
