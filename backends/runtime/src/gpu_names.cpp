@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace ferret::runtime {
@@ -31,6 +32,10 @@ std::string_view to_string(copy_kind kind) noexcept {
     case copy_kind::unknown: break;
   }
   return "unknown";
+}
+
+std::string memory_end_name(std::int64_t device) {
+  return device < 0 ? std::string{"host"} : "GPU " + std::to_string(device);
 }
 
 std::string_view to_string(memory_access access) noexcept {

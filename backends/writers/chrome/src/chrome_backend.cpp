@@ -1083,9 +1083,7 @@ class chrome_backend final : public runtime::backend, profile::link_attribution:
         std::min<std::size_t>(remote.target_count, runtime::gpu_kernel_remote_traffic::max_targets);
     for (std::size_t i = 0; i < targets; ++i) {
       const runtime::gpu_kernel_remote_traffic::target& target = remote.targets[i];
-      const std::string memory = target.device == runtime::host_memory_device
-                                     ? std::string{"host"}
-                                     : fmt::format("GPU {}", target.device);
+      const std::string memory = runtime::memory_end_name(target.device);
       if (target.loaded_bytes != 0)
         fmt::format_to(std::back_inserter(text_), R"(,"loaded from {}":{})", memory,
                        target.loaded_bytes);

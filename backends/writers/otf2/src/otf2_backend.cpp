@@ -798,9 +798,7 @@ class otf2_backend final : public runtime::backend {
     auto [it, inserted] = remote_metrics_.try_emplace(direction, no_ref);
     if (!inserted) return it->second;
     const auto [device, stored] = direction;
-    const std::string memory = device == runtime::host_memory_device
-                                   ? std::string{"host"}
-                                   : fmt::format("GPU {}", device);
+    const std::string memory = runtime::memory_end_name(device);
     const std::string name = fmt::format("device-initiated bytes {} {}",
                                          stored ? "stored to" : "loaded from", memory);
     const std::string description = fmt::format(

@@ -25,15 +25,11 @@ std::string volume_text(const remote_volume& volume) {
 
 }  // namespace
 
-std::string end_label(std::int32_t end) {
-  return end < 0 ? std::string{"host"} : fmt::format("GPU {}", end);
-}
-
 std::string device_pair_text(std::uint32_t device, std::int32_t target, const remote_volume& volume) {
   const char* arrow = volume.loaded() > 0 && volume.stored() > 0 ? "↔"
                       : volume.stored() > 0                      ? "→"
                                                                  : "←";
-  return fmt::format("{} {} {}", end_label(static_cast<std::int32_t>(device)), arrow, end_label(target));
+  return fmt::format("{} {} {}", runtime::memory_end_name(static_cast<std::int32_t>(device)), arrow, runtime::memory_end_name(target));
 }
 
 std::string remote_line_location(const remote_line& line) {

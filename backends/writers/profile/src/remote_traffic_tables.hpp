@@ -13,8 +13,6 @@
 
 namespace ferret::profile {
 
-/// "host" for host_end, else "GPU <n>".
-std::string end_label(std::int32_t end);
 /// The pair of devices with the direction the bytes went: "GPU 0 ← GPU 1"
 /// (loads: from the memory's device to the kernel's), "GPU 0 → host" (stores
 /// and atomics), "GPU 0 ↔ GPU 1" (both).

@@ -48,10 +48,6 @@ std::string shown_path(std::string_view path) {
 // Table cells: "-" marks nothing at all, so that real values stand out.
 std::string bytes_cell(std::uint64_t bytes) { return bytes == 0 ? "-" : bytes_text(bytes); }
 
-std::string device_label(std::int64_t device) {
-  return device < 0 ? std::string{"host"} : fmt::format("GPU {}", device);
-}
-
 std::string plural(std::uint64_t count, std::string_view noun) {
   return fmt::format("{} {}{}", count, noun, count == 1 ? "" : "s");
 }
@@ -308,10 +304,10 @@ void append_matrix(std::string& out, const model& run, const profile::traffic_ma
   append_heading(out, heading);
   std::vector<std::pair<std::string, alignment>> columns{{"from \\ to", alignment::left}};
   for (const std::int32_t destination : ends)
-    columns.emplace_back(device_label(destination), alignment::right);
+    columns.emplace_back(runtime::memory_end_name(destination), alignment::right);
   text_table table{columns};
   for (const std::int32_t source : ends) {
-    std::vector<std::string> row{device_label(source)};
+    std::vector<std::string> row{runtime::memory_end_name(source)};
     for (const std::int32_t destination : ends) {
       const auto it = matrix.cells.find({source, destination});
       row.push_back(bytes_cell(it == matrix.cells.end() ? 0 : it->second.bytes));
@@ -358,7 +354,7 @@ void append_memory(std::string& out, const model& run) {
                    {"allocations", alignment::right}, {"allocated", alignment::right},
                    {"releases", alignment::right},    {"peak live", alignment::right}};
   for (const auto& [key, totals] : run.memory())
-    table.add_row({device_label(key.first), std::string{runtime::to_string(key.second)},
+    table.add_row({runtime::memory_end_name(key.first), std::string{runtime::to_string(key.second)},
                    fmt::format("{}", totals.allocations), bytes_text(totals.bytes_allocated),
                    fmt::format("{}", totals.releases), bytes_text(totals.peak)});
   table.append_to(out);

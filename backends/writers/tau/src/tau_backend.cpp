@@ -494,8 +494,7 @@ class tau_backend final : public runtime::backend {
   // and atomics): the user event of a direction of device-initiated traffic.
   static std::string remote_event_name(std::int32_t memory, bool stored) {
     return fmt::format("device-initiated bytes {} {}", stored ? "stored to" : "loaded from",
-                       memory == runtime::host_memory_device ? std::string{"host"}
-                                                             : fmt::format("GPU {}", memory));
+                       runtime::memory_end_name(memory));
   }
 
   // A launch's device-initiated traffic (FERRET_CUDA_PEER_ACCESSES) as user

@@ -339,6 +339,9 @@ FERRET_EXPORT std::string_view to_string(memory_access access) noexcept;
 /// The device id that stands for host memory in target_device and in a
 /// copy's source or destination device.
 inline constexpr std::int32_t host_memory_device = -1;
+/// How every output names a memory end: "host" (host_memory_device, or any
+/// negative id) or "GPU <n>".
+FERRET_EXPORT std::string memory_end_name(std::int64_t device);
 
 /// Accesses of one instruction to one data object on one other device, from
 /// the launches of one calling context: a row of the "device-initiated
