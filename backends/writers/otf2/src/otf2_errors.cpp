@@ -6,10 +6,18 @@
 #include <cstdarg>
 #include <cstdio>
 
+#include "ferret/config.hpp"
+
 namespace ferret::otf2 {
 namespace {
 
-thread_local otf2_error_sink* t_sink = nullptr;
+// Initial-exec, as ferret's other TLS in shared objects: this library is
+// loaded with dlopen (FERRET_BACKEND=otf2), where the default model makes
+// glibc malloc a block for the variable on each thread's first use. GCC 12's
+// LeakSanitizer takes such a block that lands 16 bytes into a page for a
+// pre-2.25 glibc block and scans a wild range at exit, crashing its tracer
+// (google/sanitizers#1322); the exit drain, on the main thread, made one.
+FERRET_TLS_MODEL thread_local otf2_error_sink* t_sink = nullptr;
 
 OTF2_ErrorCallback g_previous = nullptr;
 
