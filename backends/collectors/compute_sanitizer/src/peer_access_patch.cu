@@ -15,6 +15,12 @@ __device__ __forceinline__ unsigned lane_id() {
   return lane;
 }
 
+__device__ __forceinline__ unsigned sm_id() {
+  unsigned sm;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+  return sm;
+}
+
 __device__ __forceinline__ void count_lost(ferret_peer_launch* launch, unsigned reason,
                                            unsigned accesses) {
   atomicAdd(reinterpret_cast<unsigned long long*>(&launch->lost[reason]), accesses);
@@ -61,8 +67,11 @@ extern "C" __device__ __noinline__ int ferret_peer_access(void* userdata, uint64
     count_lost(launch, ferret_peer_lost_key_overflow, group);
     return 0;
   }
+  // Every warp of a kernel that streams to a peer adds to the same key: the
+  // SMs of each half of the GPU start in their own half of the table, so that
+  // two counters of the key share the atomics (the runtime adds them up).
   const uint32_t mask = launch->counter_slots - 1u;
-  uint32_t slot = ferret_peer_slot(key, launch->counter_slots);
+  uint32_t slot = (ferret_peer_slot(key, launch->counter_slots) + (sm_id() & 1u) * (launch->counter_slots / 2u)) & mask;
   for (uint32_t probe = 0; probe < FERRET_PEER_PROBES; ++probe, slot = (slot + 1u) & mask) {
     ferret_peer_counter& counter = launch->counters[slot];
     auto* slot_key = reinterpret_cast<unsigned long long*>(&counter.key);
