@@ -6,7 +6,6 @@
 #include <cupti_profiler_target.h>
 #include <cupti_target.h>
 #include <dlfcn.h>
-#include <time.h>
 
 #include <fmt/format.h>
 
@@ -14,6 +13,7 @@
 #include <cstdlib>
 #include <type_traits>
 
+#include "cupti_clock.hpp"
 #include "cupti_error.hpp"
 #include "sampled_metrics.hpp"
 
@@ -35,12 +35,6 @@ params parameters(std::size_t size) {
   params made{};
   made.structSize = size;
   return made;
-}
-
-std::int64_t monotonic_raw_ns() noexcept {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
-  return static_cast<std::int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
 }  // namespace
@@ -335,15 +329,18 @@ void metrics_sampler::end_sampling_at_exit() {
 
 void metrics_sampler::end_sampling() {
   std::lock_guard lock{mutex_};
-  for (auto& [device, state] : devices_) {
-    if (!state->running) continue;
-    auto stop_params = parameters<CUpti_PmSampling_Stop_Params>(CUpti_PmSampling_Stop_Params_STRUCT_SIZE);
-    stop_params.pPmSamplingObject = state->object;
-    api_->stop(&stop_params);
-    decode(*state, ended_batches_);
-    stop(*state);
-  }
+  for (auto& [device, state] : devices_)
+    if (state->running) decode_last(*state, ended_batches_);
   ended_ = true;
+}
+
+void metrics_sampler::decode_last(device_state& state, std::vector<runtime::gpu_metric_batch>& batches) {
+  // What the GPU sampled up to now, then nothing more.
+  auto stop_params = parameters<CUpti_PmSampling_Stop_Params>(CUpti_PmSampling_Stop_Params_STRUCT_SIZE);
+  stop_params.pPmSamplingObject = state.object;
+  api_->stop(&stop_params);
+  decode(state, batches);
+  stop(state);
 }
 
 void metrics_sampler::take(std::vector<runtime::gpu_metric_set>& new_sets,
@@ -359,14 +356,10 @@ void metrics_sampler::take(std::vector<runtime::gpu_metric_set>& new_sets,
   ended_batches_.clear();
   for (auto& [device, state] : devices_) {
     if (!state->running) continue;
-    if (final) {
-      // What the GPU sampled up to now, then nothing more.
-      auto stop_params = parameters<CUpti_PmSampling_Stop_Params>(CUpti_PmSampling_Stop_Params_STRUCT_SIZE);
-      stop_params.pPmSamplingObject = state->object;
-      api_->stop(&stop_params);
-    }
-    decode(*state, batches);
-    if (final) stop(*state);
+    if (final)
+      decode_last(*state, batches);
+    else
+      decode(*state, batches);
   }
   if (final && overflows_ > 0)
     runtime::print_message(fmt::format("FERRET_CUDA_METRICS_SAMPLING: the GPU's sample buffer ({} MiB) "
@@ -431,13 +424,10 @@ void metrics_sampler::evaluate(device_state& state, std::size_t first, std::size
     end = info.endTimestamp;
     return true;
   };
-  // The offset from CUPTI's clock to CLOCK_MONOTONIC_RAW, read now: CUPTI's
-  // reading between two of ours.
-  const std::int64_t before = monotonic_raw_ns();
-  std::uint64_t cupti_now = 0;
-  cuptiGetTimestamp(&cupti_now);
-  const std::int64_t after = monotonic_raw_ns();
-  const std::int64_t raw_now = before + (after - before) / 2;
+  // The offset from CUPTI's clock to CLOCK_MONOTONIC_RAW, read now.
+  const cupti_clock_reading now = read_cupti_clock();
+  const std::int64_t raw_now = now.monotonic_raw_ns;
+  const std::uint64_t cupti_now = now.cupti_ns;
   if (!state.clock_known) {
     std::uint64_t start = 0, end = 0;
     if (!sample_times(completed - 1, start, end)) return;

@@ -57,6 +57,8 @@ class metrics_sampler {
   void end_sampling();
   bool start_device(device_state& state, std::string& error);
   void decode(device_state& state, std::vector<runtime::gpu_metric_batch>& batches);
+  // Stops the device's sampling, decodes the rest and disables it.
+  void decode_last(device_state& state, std::vector<runtime::gpu_metric_batch>& batches);
   void evaluate(device_state& state, std::size_t first, std::size_t completed, runtime::gpu_metric_batch& batch);
   void stop(device_state& state);
 
