@@ -174,8 +174,6 @@ std::uint32_t peer_access_counter::device_of(CUcontext context) const {
   return it != devices_.end() ? it->second : 0;
 }
 
-bool peer_access_counter::inside() noexcept { return t_inside_counter; }
-
 peer_access_counter::~peer_access_counter() {
   if (subscriber_ != nullptr) api_.unsubscribe(subscriber_);
 }
@@ -328,22 +326,22 @@ void peer_access_counter::module_loaded(const api::resource_module_data& module)
     cubins_.emplace(id, std::string{module.cubin, module.cubin_size});
 }
 
+bool peer_access_counter::map_function(CUmodule module, const char* name, std::uint64_t module_id) {
+  std::uint64_t pc = 0, size = 0;
+  if (api_.get_function_pc_and_size(module, name, &pc, &size) != api::success || size == 0) return false;
+  const function_map::function* known = functions_.find(pc);
+  if (known == nullptr || known->start != pc)
+    functions_.add({pc, size, interned_names_.emplace(name).first->c_str(), module_id});
+  return true;
+}
+
 void peer_access_counter::map_functions(CUmodule module, std::uint64_t module_id) {
   constexpr std::uint32_t most_tries = 16;
   const auto pending = unmapped_functions_.find(module_id);
   if (pending == unmapped_functions_.end()) return;
   std::vector<std::string>& names = pending->second.names;
   names.erase(std::remove_if(names.begin(), names.end(),
-                             [&](const std::string& name) {
-                               std::uint64_t pc = 0, size = 0;
-                               if (api_.get_function_pc_and_size(module, name.c_str(), &pc, &size) != api::success ||
-                                   size == 0)
-                                 return false;
-                               const function_map::function* known = functions_.find(pc);
-                               if (known == nullptr || known->start != pc)
-                                 functions_.add({pc, size, interned_names_.emplace(name).first->c_str(), module_id});
-                               return true;
-                             }),
+                             [&](const std::string& name) { return map_function(module, name.c_str(), module_id); }),
               names.end());
   if (names.empty() || ++pending->second.tries == most_tries) unmapped_functions_.erase(pending);
 }
@@ -456,16 +454,9 @@ void peer_access_counter::on_launch_begin(const api::launch_data& launch) {
   api_.memcpy_host_to_device_async(state->launch_struct(slot), &given, sizeof given, launch.stream_handle_);
   api_.set_launch_callback_data(launch.launch, launch.function, launch.stream_handle_,
                                 state->launch_struct(slot));
-  if (const auto module = module_ids_.find(launch.module); module != module_ids_.end())
+  if (const auto module = module_ids_.find(launch.module); module != module_ids_.end()) {
     map_functions(launch.module, module->second);  // functions loaded lazily since
-  if (const auto module = module_ids_.find(launch.module);
-      module != module_ids_.end() && launch.function_name != nullptr) {
-    std::uint64_t pc = 0, size = 0;
-    if (api_.get_function_pc_and_size(launch.module, launch.function_name, &pc, &size) == api::success) {
-      const function_map::function* known = functions_.find(pc);
-      if (known == nullptr || known->start != pc)
-        functions_.add({pc, size, interned_names_.emplace(launch.function_name).first->c_str(), module->second});
-    }
+    if (launch.function_name != nullptr) map_function(launch.module, launch.function_name, module->second);
   }
   launches_[correlation] = launch_in_flight{state,       slot,
                                             table->ranges_on_host,

@@ -76,8 +76,6 @@ class peer_access_counter {
   bool forward_driver_call(std::uint32_t cbid);
   /// The device of a context the program created (0 if unknown).
   std::uint32_t device_of(CUcontext context) const;
-  /// True on a thread while the counter calls CUDA (its calls are not the program's).
-  static bool inside() noexcept;
   ~peer_access_counter();
   peer_access_counter(const peer_access_counter&) = delete;
   peer_access_counter& operator=(const peer_access_counter&) = delete;
@@ -108,6 +106,8 @@ class peer_access_counter {
   // loaded ones are retried at the module's first launches, a bounded number
   // of times: a name the sanitizer never resolves costs no more after that).
   void map_functions(CUmodule module, std::uint64_t module_id);  // under mutex_
+  // Maps one function's code addresses; false when the sanitizer has none (yet).
+  bool map_function(CUmodule module, const char* name, std::uint64_t module_id);  // under mutex_
   context_state* context_of(CUcontext context);  // under mutex_
   bool prepare_slab(context_state& state, CUcontext context);
   // Takes out of launches_ those `which` selects (under mutex_).
