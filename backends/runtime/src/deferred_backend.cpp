@@ -174,14 +174,14 @@ class deferred_backend final : public backend {
     if (kept == 0) return;
     held_metric_intervals held;
     held.intervals.assign(intervals, intervals + kept);
-    std::vector<std::size_t> offsets;
-    offsets.reserve(kept);
-    for (const gpu_metric_interval& interval : held.intervals) {
-      offsets.push_back(held.values.size());
-      const std::size_t metrics = metric_counts_[interval.device];
-      held.values.insert(held.values.end(), interval.values, interval.values + metrics);
+    std::size_t values = 0;
+    for (const gpu_metric_interval& interval : held.intervals) values += metric_counts_[interval.device];
+    held.values.reserve(values);  // never reallocated below: the copies' pointers stay
+    for (gpu_metric_interval& interval : held.intervals) {
+      const double* from = interval.values;
+      interval.values = held.values.data() + held.values.size();
+      held.values.insert(held.values.end(), from, from + metric_counts_[interval.device]);
     }
-    for (std::size_t i = 0; i < kept; ++i) held.intervals[i].values = held.values.data() + offsets[i];
     held_.emplace_back(std::move(held));
   }
 
