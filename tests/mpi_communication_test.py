@@ -271,6 +271,12 @@ def check_archive(options, skewed):
         found = sum(1 for line in printed.stdout.splitlines() if line.split(" ", 1)[0] == record)
         if found != expected:
             fail(f"otf2-print shows {found} {record} records, expected {expected}")
+    # Each rank's events in time order as recorded: a clamped timestamp would be
+    # an MPI event that reached the writer after later records of its thread.
+    attributes = subprocess.run([options.otf2_print, "-A", anchor], capture_output=True, text=True).stdout
+    clamped = re.findall(r"Property name\s+FERRET::CLAMPED_TIMESTAMPS\n\s*Property value\s+(\d+)", attributes)
+    if not clamped or set(clamped) != {"0"}:
+        fail(f"FERRET::CLAMPED_TIMESTAMPS is {clamped or 'missing'}, expected 0")
     checked = run_reader([options.otf2_check, anchor])
     messages = RANKS * MESSAGES_PER_RANK
     expected_line = f"MPI: {messages} messages sent, {messages} received, {RANKS * COLLECTIVES_PER_RANK} collective calls"

@@ -40,6 +40,7 @@ void memory_backend::clear() {
   g_capture.remote_accesses.clear();
   g_capture.metric_intervals.clear();
   g_capture.metric_calls.clear();
+  g_capture.communication.clear();
 }
 
 void memory_backend::gpu_sampled_metrics(const runtime::gpu_metric_set& set) {
@@ -128,7 +129,15 @@ void memory_backend::thread_records(const runtime::thread_info& thread,
   for (std::size_t i = 0; i < count; ++i) {
     const runtime::record& r = records[i];
     out.records.push_back({r.time_ns, r.kind, r.name->name, r.name->domain, r.name->file,
-                           r.name->line, r.value, r.closed});
+                           r.name->line, r.value, r.closed, g_capture.flushes});
+  }
+}
+
+void memory_backend::communication(const runtime::communication_event* events, std::size_t count) {
+  std::lock_guard lock{g_mutex};
+  for (std::size_t i = 0; i < count; ++i) {
+    g_capture.communication.push_back({events[i], g_capture.flushes});
+    g_capture.communication.back().event.call = nullptr;
   }
 }
 

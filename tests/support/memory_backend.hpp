@@ -23,6 +23,13 @@ struct captured_record {
   std::uint32_t line;
   double value;
   runtime::region_close closed;
+  int drain;  // capture::flushes when it was delivered: the drain it came in
+};
+
+// A communication event as delivered, and the drain it came in.
+struct captured_communication {
+  runtime::communication_event event;  // call cleared
+  int drain;
 };
 
 struct captured_thread {
@@ -96,6 +103,7 @@ struct capture {
   std::vector<std::string> metric_calls;
   std::map<std::uint64_t, captured_thread> threads;  // by tid
   std::vector<captured_object_event> objects;
+  std::vector<captured_communication> communication;
   runtime::metadata_list user_metadata;
   runtime::metadata_list runtime_metadata;
   std::uint64_t events_recorded = 0;
@@ -120,6 +128,7 @@ class memory_backend final : public runtime::backend {
   void gpu_remote_accesses(const runtime::gpu_remote_access* accesses, std::size_t count) override;
   void gpu_sampled_metrics(const runtime::gpu_metric_set& set) override;
   void gpu_metric_intervals(const runtime::gpu_metric_interval* intervals, std::size_t count) override;
+  void communication(const runtime::communication_event* events, std::size_t count) override;
   void abandon() noexcept override {}
   std::string describe() const override { return "memory backend"; }
 };

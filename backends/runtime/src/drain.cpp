@@ -68,21 +68,35 @@ void runtime_state::drain(session& s, bool final) {
   if (final) s.closed = true;
 }
 
-bool runtime_state::drain_thread(session& s, thread_state& state, std::optional<std::int64_t> exit_ns) {
-  std::vector<chunk*>& chunks = s.thread_chunks;
-  chunks.clear();
-  event* published = nullptr;
-  bool retired = false;
-  std::uint64_t exit_raw = 0;
-  std::string name;
+void runtime_state::snapshot_threads(session& s) {
+  std::vector<thread_state*> threads;
   {
-    std::lock_guard lock{state.mutex};
-    for (chunk* c = state.oldest; c != nullptr; c = c->next) chunks.push_back(c);
-    published = state.position().load(std::memory_order_acquire);
-    retired = state.retired;
-    exit_raw = state.exit_raw;
-    name = state.name;
+    std::lock_guard lock{s.threads_mutex};
+    threads = s.threads;
   }
+  s.thread_snapshots.resize(threads.size());
+  for (std::size_t t = 0; t < threads.size(); ++t) {
+    session::thread_snapshot& snapshot = s.thread_snapshots[t];
+    thread_state& state = *threads[t];
+    snapshot.state = &state;
+    snapshot.chunks.clear();
+    std::lock_guard lock{state.mutex};
+    for (chunk* c = state.oldest; c != nullptr; c = c->next) snapshot.chunks.push_back(c);
+    snapshot.published = state.position().load(std::memory_order_acquire);
+    snapshot.retired = state.retired;
+    snapshot.exit_raw = state.exit_raw;
+    snapshot.name = state.name;
+  }
+}
+
+bool runtime_state::drain_thread(session& s, session::thread_snapshot& snapshot,
+                                 std::optional<std::int64_t> exit_ns) {
+  thread_state& state = *snapshot.state;
+  const std::vector<chunk*>& chunks = snapshot.chunks;
+  event* const published = snapshot.published;
+  const bool retired = snapshot.retired;
+  const std::uint64_t exit_raw = snapshot.exit_raw;
+  const std::string& name = snapshot.name;
   const thread_info thread{s.info.pid, state.tid, name, state.is_main};
   if (state.context == nullptr) state.context = s.contexts.root();
   for (std::size_t i = 0; i < chunks.size(); ++i) {
@@ -454,22 +468,25 @@ void runtime_state::drain_locked(session& s, bool final) {
     source->collect_metric_intervals(s.new_metric_sets, s.metric_batches, final);
     source->collect_samples(s.sample_batches, final);
     source->collect_remote_accesses(s.remote_batches, final);
-    source->collect_communication(s.new_communicators, s.communication_batch, final);
   }
-  // Before the threads' records: a backend that writes each thread's events in
-  // time order holds these until the records around them arrive.
+  // The threads' records are read up to here, and the MPI events after: an MPI
+  // call records its event before its region's end, so every event inside the
+  // regions drained now is among them. Collected before the snapshot, an event
+  // of a call that ended in between would come a drain after its region's end,
+  // later than a writer that keeps each thread in time order (OTF2) can take it.
+  snapshot_threads(s);
+  for (collector* source : collectors)
+    source->collect_communication(s.new_communicators, s.communication_batch, final);
+  // Before the threads' records: a writer holds an event that comes early
+  // until the records around it arrive.
   deliver_communication(s);
 
-  std::vector<thread_state*> threads;
-  {
-    std::lock_guard lock{s.threads_mutex};
-    threads = s.threads;
-  }
   // Regions still open at the end are ended then (not before their thread's last event).
   std::optional<std::int64_t> exit_ns;
   if (final) exit_ns = s.clock.to_ns(s.clock.read());
-  for (thread_state* state : threads) {
-    if (!drain_thread(s, *state, exit_ns)) continue;
+  for (session::thread_snapshot& snapshot : s.thread_snapshots) {
+    if (!drain_thread(s, snapshot, exit_ns)) continue;
+    thread_state* const state = snapshot.state;
     // Retired and emptied: nobody refers to it any more.
     {
       std::lock_guard lock{s.threads_mutex};

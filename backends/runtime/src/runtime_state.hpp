@@ -327,7 +327,17 @@ struct session {
   std::unordered_map<std::pair<std::string_view, std::string_view>, const name_info*, text_hash>
       names_by_text;  // (name, domain) → identity; views into the name_info
   const name_info* identity(const name_info* name) const noexcept { return name_identity[name->id]; }
-  std::vector<chunk*> thread_chunks;  // one thread's chunks, as drain_thread found them
+  // What a drain reads of each thread, taken before the MPI events are collected
+  // (see drain_locked); the vectors keep their capacity from drain to drain.
+  struct thread_snapshot {
+    thread_state* state = nullptr;
+    std::vector<chunk*> chunks;
+    event* published = nullptr;
+    bool retired = false;
+    std::uint64_t exit_raw = 0;
+    std::string name;
+  };
+  std::vector<thread_snapshot> thread_snapshots;
   // The name of a site from the cache runtime_state::name_of fills, or nullptr.
   // A hit's name is never nullptr (sites are never nullptr).
   const std::pair<const site*, const name_info*>& cached_name(const site* record_site) const noexcept {
@@ -490,7 +500,8 @@ class runtime_state {
   void deliver_gpu_activity(session& s);
   void deliver_metric_intervals(session& s);
   void deliver_communication(session& s);
-  bool drain_thread(session& s, thread_state& state, std::optional<std::int64_t> exit_ns);
+  void snapshot_threads(session& s);
+  bool drain_thread(session& s, session::thread_snapshot& snapshot, std::optional<std::int64_t> exit_ns);
   // The uncommon cases of nesting (see record in backend.hpp), on state.context.
   // They return where the next record of `first`'s batch goes.
   record* begin_region_slowly(session& s, thread_state& state, const name_info* name,

@@ -202,13 +202,30 @@ std::uint64_t clock_identity() {
   return runtime::fnv1a_64(text);
 }
 
-// How far the runtime's clock is from this kernel's CLOCK_MONOTONIC_RAW, to
-// the microsecond: 0 unless a test injects an offset.
-std::int64_t shift_from_kernel_clock() {
+std::int64_t kernel_clock_ns() noexcept {
   timespec now{};
   clock_gettime(CLOCK_MONOTONIC_RAW, &now);
-  const std::int64_t kernel = static_cast<std::int64_t>(now.tv_sec) * 1000000000 + now.tv_nsec;
-  const std::int64_t shift = ferret::runtime::monotonic_raw_ns() - kernel;
+  return static_cast<std::int64_t>(now.tv_sec) * 1000000000 + now.tv_nsec;
+}
+
+// How far the runtime's clock is from this kernel's CLOCK_MONOTONIC_RAW, to
+// the microsecond: 0 unless a test injects an offset. The runtime's clock is
+// read between two readings of the kernel's, and the closest pair counts: a
+// rank preempted between two readings (150 µs seen on a loaded CI host) would
+// otherwise take the pause for a shift.
+std::int64_t shift_from_kernel_clock() {
+  constexpr int attempts = 16;
+  constexpr std::int64_t close_enough_ns = 1000;
+  std::int64_t narrowest = INT64_MAX, shift = 0;
+  for (int attempt = 0; attempt < attempts && narrowest > close_enough_ns; ++attempt) {
+    const std::int64_t before = kernel_clock_ns();
+    const std::int64_t runtime = ferret::runtime::monotonic_raw_ns();
+    const std::int64_t after = kernel_clock_ns();
+    if (after - before < narrowest) {
+      narrowest = after - before;
+      shift = runtime - (before + (after - before) / 2);
+    }
+  }
   return (shift >= 0 ? shift + 500 : shift - 500) / 1000 * 1000;
 }
 

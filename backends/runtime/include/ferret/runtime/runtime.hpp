@@ -120,8 +120,10 @@ class collector {
                        std::vector<gpu_device_info>& new_devices, bool final) = 0;
   /// Appends the communicators created and the communication events recorded
   /// since the last call, each event's time_ns holding a clock_reading() (the
-  /// runtime converts it); parallel layers only. The backends get them before
-  /// the threads' records of the same drain.
+  /// runtime converts it); parallel layers only. Called after the runtime has
+  /// taken the point up to which it reads the threads' records in this drain
+  /// (so an event recorded inside a call whose region ends before that point
+  /// is among them); the backends get them before those records.
   virtual void collect_communication(std::vector<communicator_info>& /*new_communicators*/,
                                      std::vector<communication_event>& /*events*/,
                                      bool /*final*/) {}
