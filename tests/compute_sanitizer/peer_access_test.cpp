@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "memory_ranges.hpp"
+#include "patch_on_host.hpp"
 #include "peer_access_decoder.hpp"
 #include "peer_access_layout.h"
 #include "peer_access_setting.hpp"
@@ -22,33 +23,7 @@ using ferret::compute_sanitizer::memory_ranges;
 using ferret::compute_sanitizer::parse_peer_accesses;
 using ferret::compute_sanitizer::source_line;
 using ferret::runtime::memory_access;
-
-// What the patch does for one access of a warp group of `lanes` lanes, on the host.
-void count(ferret_peer_launch& launch, std::uint64_t pc, std::uint64_t address, std::uint32_t size,
-           std::uint32_t flags, std::uint32_t lanes = 1) {
-  const std::uint32_t range = ferret_peer_find_range(launch.ranges, launch.range_count, address);
-  if (range < launch.range_count && launch.ranges[range].device == launch.device) return;
-  const std::uint64_t key = ferret_peer_key(pc, ferret_peer_kind_of(flags),
-                                            range < launch.range_count ? range + 1 : 0);
-  if (key == 0) {
-    launch.lost[ferret_peer_lost_key_overflow] += lanes;
-    return;
-  }
-  std::uint32_t slot = ferret_peer_slot(key, launch.counter_slots);
-  for (std::uint32_t probe = 0; probe < FERRET_PEER_PROBES;
-       ++probe, slot = (slot + 1) & (launch.counter_slots - 1)) {
-    ferret_peer_counter& counter = launch.counters[slot];
-    if (counter.key != 0 && counter.key != key) continue;
-    if (counter.key == 0) ++launch.used_slots;
-    counter.key = key;
-    counter.accesses += lanes;
-    counter.bytes += std::uint64_t{lanes} * size;
-    counter.lowest_address_inverted = std::max(counter.lowest_address_inverted, ~address);
-    counter.highest_address = std::max(counter.highest_address, address);
-    return;
-  }
-  launch.lost[ferret_peer_lost_table_full] += lanes;
-}
+using ferret::testing::count_access;
 
 }  // namespace
 
@@ -135,13 +110,13 @@ TEST_CASE("a launch's counters become device-initiated traffic by function, line
                             counters.data(), 64, 0, {0, 0}};
   const std::uint64_t kernel = 0x7000'0000;
   const std::uint64_t helper = 0x7000'1000;
-  for (std::uint64_t i = 0; i < 256; ++i) count(launch, kernel + 0x80, 0x2'0000'0000 + 4 * i, 4, FERRET_PEER_FLAG_READ);
-  count(launch, kernel + 0x90, 0x3'0000'0000, 8, FERRET_PEER_FLAG_WRITE, 32);
-  count(launch, kernel + 0x90, 0x1'0000'0000, 8, FERRET_PEER_FLAG_WRITE, 32);  // local
-  count(launch, kernel + 0xa0, 0x2'0000'0000 + 8, 4, FERRET_PEER_FLAG_READ | FERRET_PEER_FLAG_WRITE);
-  count(launch, helper + 0x10, 0x2'0000'0000 + 4096, 16, FERRET_PEER_FLAG_READ, 4);
-  count(launch, kernel + 0xb0, 0x9'0000'0000, 4, FERRET_PEER_FLAG_READ, 2);  // in no range
-  count(launch, 0x6000'0000, 0x2'0000'0000, 4, FERRET_PEER_FLAG_READ, 3);  // in no function
+  for (std::uint64_t i = 0; i < 256; ++i) count_access(launch, kernel + 0x80, 0x2'0000'0000 + 4 * i, 4, FERRET_PEER_FLAG_READ);
+  count_access(launch, kernel + 0x90, 0x3'0000'0000, 8, FERRET_PEER_FLAG_WRITE, 32);
+  count_access(launch, kernel + 0x90, 0x1'0000'0000, 8, FERRET_PEER_FLAG_WRITE, 32);  // local
+  count_access(launch, kernel + 0xa0, 0x2'0000'0000 + 8, 4, FERRET_PEER_FLAG_READ | FERRET_PEER_FLAG_WRITE);
+  count_access(launch, helper + 0x10, 0x2'0000'0000 + 4096, 16, FERRET_PEER_FLAG_READ, 4);
+  count_access(launch, kernel + 0xb0, 0x9'0000'0000, 4, FERRET_PEER_FLAG_READ, 2);  // in no range
+  count_access(launch, 0x6000'0000, 0x2'0000'0000, 4, FERRET_PEER_FLAG_READ, 3);  // in no function
 
   function_map functions;
   static const char kernel_name[] = "_Z7stencilPKfPf";
@@ -212,11 +187,11 @@ TEST_CASE("accesses spanning two objects are said; a full table and unpackable k
   const auto table = known.current();
   std::vector<ferret_peer_counter> counters(2);
   ferret_peer_launch launch{table->ranges.data(), 1, 0, counters.data(), 2, 0, {0, 0}};
-  count(launch, 0x7000'0000, 0x2'0000'0000, 4, FERRET_PEER_FLAG_READ);
-  count(launch, 0x7000'0000, 0x2'0000'2000, 4, FERRET_PEER_FLAG_READ);  // the same key, another object
-  count(launch, 0x7000'0010, 0x2'0000'0000, 4, FERRET_PEER_FLAG_READ);
-  count(launch, 0x7000'0020, 0x2'0000'0000, 4, FERRET_PEER_FLAG_READ, 7);  // two slots, both taken
-  count(launch, std::uint64_t{1} << 50, 0x2'0000'0000, 4, FERRET_PEER_FLAG_READ, 5);
+  count_access(launch, 0x7000'0000, 0x2'0000'0000, 4, FERRET_PEER_FLAG_READ);
+  count_access(launch, 0x7000'0000, 0x2'0000'2000, 4, FERRET_PEER_FLAG_READ);  // the same key, another object
+  count_access(launch, 0x7000'0010, 0x2'0000'0000, 4, FERRET_PEER_FLAG_READ);
+  count_access(launch, 0x7000'0020, 0x2'0000'0000, 4, FERRET_PEER_FLAG_READ, 7);  // two slots, both taken
+  count_access(launch, std::uint64_t{1} << 50, 0x2'0000'0000, 4, FERRET_PEER_FLAG_READ, 5);
   CHECK(launch.lost[ferret_peer_lost_table_full] == 7);
   CHECK(launch.lost[ferret_peer_lost_key_overflow] == 5);
   function_map functions;

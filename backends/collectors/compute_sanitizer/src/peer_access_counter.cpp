@@ -83,7 +83,7 @@ struct peer_access_counter::context_state {
   CUcontext context;
   char* slab = nullptr;  // device memory: launch structs, then counters
   bool patches_added = false;
-  bool destroyed = false;  // its launches are dropped, its memory gone with it
+  std::uint32_t in_hands = 0;  // launches taken out of launches_ and not yet finished
   std::vector<std::uint32_t> free_slots;
   std::vector<bool> dirty;  // by slot: counters to zero before its next launch
   std::deque<device_table> tables;  // the last is the current one
@@ -218,20 +218,24 @@ void peer_access_counter::on_resource(api::callback_id id, const void* data) {
       break;
     }
     case api::context_destroy_starting: {
-      // Its launches are read back while it still exists.
+      // Its launches are read back while it still exists: here, and by any
+      // other thread that has taken some out already (the drain).
       const auto& context = *static_cast<const api::resource_context_data*>(data);
       std::vector<launch_in_flight> going;
+      const context_state* which = nullptr;
       {
         std::lock_guard lock{mutex_};
         const auto state = contexts_.find(context.context);
         if (state == contexts_.end()) break;
-        const context_state* which = state->second.get();
+        which = state->second.get();
         going = take_launches([which](const launch_in_flight& launch) { return launch.context == which; });
       }
       finish(going);
-      std::lock_guard lock{mutex_};
-      if (const auto state = contexts_.find(context.context); state != contexts_.end())
-        state->second->destroyed = true;
+      std::unique_lock lock{mutex_};
+      launches_finished_.wait(lock, [which] { return which->in_hands == 0; });
+      // Its memory goes with it; a context created later may get its handle
+      // and starts afresh.
+      contexts_.erase(context.context);
       break;
     }
     case api::stream_destroy_starting: {
@@ -466,28 +470,26 @@ void peer_access_counter::on_launch_begin(const api::launch_data& launch) {
   ++launches_counted_;
 }
 
-bool peer_access_counter::read_back(launch_in_flight& launch, std::vector<ferret_peer_counter>& counters,
-                                    std::uint64_t (&lost)[ferret_peer_loss_reasons]) {
+peer_access_counter::read_result peer_access_counter::read_back(const launch_in_flight& launch,
+                                                                std::vector<ferret_peer_counter>& counters,
+                                                                std::uint64_t (&lost)[ferret_peer_loss_reasons]) const {
   ferret_peer_launch header{};
   counters.clear();
   lost[0] = lost[1] = 0;
-  context_state& state = *launch.context;
-  if (state.destroyed) return false;
+  const context_state& state = *launch.context;
   // On the launch's stream: the copy waits for the kernel, and for nothing else.
   if (api_.memcpy_device_to_host(&header, state.launch_struct(launch.slot), sizeof header, launch.stream) !=
-      api::success) {
-    ++read_failures_;
-    return true;
-  }
+      api::success)
+    return read_result::failed;
   std::copy(std::begin(header.lost), std::end(header.lost), std::begin(lost));
-  if (header.used_slots == 0) return false;
+  if (header.used_slots == 0) return read_result::no_counter_used;
   counters.resize(counters_per_launch);
   if (api_.memcpy_device_to_host(counters.data(), state.counters(launch.slot), counters_bytes, launch.stream) !=
       api::success) {
-    ++read_failures_;
     counters.clear();
+    return read_result::failed;
   }
-  return true;
+  return read_result::counters;
 }
 
 template <typename Predicate>
@@ -496,6 +498,7 @@ std::vector<peer_access_counter::launch_in_flight> peer_access_counter::take_lau
   for (auto it = launches_.begin(); it != launches_.end();)
     if (which(it->second)) {
       taken.push_back(it->second);
+      ++it->second.context->in_hands;
       it = launches_.erase(it);
     } else {
       ++it;
@@ -518,10 +521,11 @@ void peer_access_counter::finish(std::vector<launch_in_flight>& launches) {
   std::vector<ferret_peer_counter> counters;
   for (launch_in_flight& launch : launches) {
     std::uint64_t lost[ferret_peer_loss_reasons] = {0, 0};
-    const bool used = read_back(launch, counters, lost);
+    const read_result read = read_back(launch, counters, lost);
     std::lock_guard lock{mutex_};
-    if (used) launch.context->dirty[launch.slot] = true;
-    if (launch.context->destroyed) continue;
+    if (read == read_result::failed) ++read_failures_;
+    // A failed copy may have come after the kernel wrote some counters.
+    if (read != read_result::no_counter_used) launch.context->dirty[launch.slot] = true;
     decode_launch(counters.data(), counters.size(), lost, *launch.ranges, launch.correlation, launch.device,
                   functions_, [this](const function_map::function& function, std::uint64_t offset) {
                     return line_of(function, offset);
@@ -537,6 +541,7 @@ void peer_access_counter::finish(std::vector<launch_in_flight>& launches) {
     launch.context->free_slots.push_back(launch.slot);
     for (device_table& kept : launch.context->tables)
       if (kept.ranges_on_host == launch.ranges && kept.launches > 0) --kept.launches;
+    if (--launch.context->in_hands == 0) launches_finished_.notify_all();
   }
 }
 

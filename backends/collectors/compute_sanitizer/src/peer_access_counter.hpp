@@ -29,6 +29,7 @@
 // (counted as outside functions).
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -117,9 +118,10 @@ class peer_access_counter {
   void finish(std::vector<launch_in_flight>& launches);
   device_table* current_table(context_state& state, api::stream_handle stream);  // under mutex_
   void release_tables(context_state& state);  // under mutex_
-  // Copies a launch's counters back; false when it took none (nothing to zero).
-  bool read_back(launch_in_flight& launch, std::vector<ferret_peer_counter>& counters,
-                 std::uint64_t (&lost)[ferret_peer_loss_reasons]);
+  enum class read_result { counters, no_counter_used, failed };
+  // Copies a launch's counters back (without mutex_: it waits for the kernel).
+  read_result read_back(const launch_in_flight& launch, std::vector<ferret_peer_counter>& counters,
+                        std::uint64_t (&lost)[ferret_peer_loss_reasons]) const;
   std::string error_text(api::result result) const;
   source_line line_of(const function_map::function& function, std::uint64_t offset);  // under mutex_
 
@@ -129,6 +131,7 @@ class peer_access_counter {
   api::subscriber_handle subscriber_ = nullptr;
 
   mutable std::mutex mutex_;  // guards everything below; never held while calling CUDA from the drain
+  std::condition_variable launches_finished_;  // a context's in_hands went to 0
   memory_ranges ranges_;
   std::unordered_set<std::uint64_t> peer_views_;  // ranges_ entries taken from peer views
   std::unordered_map<CUcontext, std::unique_ptr<context_state>> contexts_;

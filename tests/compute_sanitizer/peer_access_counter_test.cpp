@@ -1,0 +1,220 @@
+// The peer-access counter's host side (FERRET_CUDA_PEER_ACCESSES) against a
+// fake Compute Sanitizer (fake_sanitizer.cpp), without a GPU: counter slots
+// handed to launches and read back, joined to their launch calls; a stream or
+// a context going; every slot in flight; a context handle reused. The "kernel"
+// fills its counters as the device patch does (patch_on_host.hpp). What the
+// GPU machine checks against real kernels is in tests/gpu/peer_access_check.sh.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <variant>
+#include <vector>
+
+#include "patch_on_host.hpp"
+#include "peer_access_counter.hpp"
+
+namespace api = ferret::compute_sanitizer::api;
+
+extern "C" {
+void fake_sanitizer_callback(int domain, api::callback_id id, const void* data);
+const void* fake_sanitizer_launch_data(api::launch_handle launch);
+void fake_sanitizer_define_function(CUmodule module, const char* name, std::uint64_t pc, std::uint64_t size);
+void fake_sanitizer_context_gone(CUcontext context);
+std::size_t fake_sanitizer_allocations(CUcontext context);
+void fake_sanitizer_read_back_takes(int milliseconds);
+}
+
+namespace {
+
+using ferret::compute_sanitizer::peer_access_counter;
+
+// Handles are opaque to the counter: distinct values do.
+template <typename Handle>
+Handle handle(std::uintptr_t value) {
+  return reinterpret_cast<Handle>(value);
+}
+
+const CUcontext context_a = handle<CUcontext>(0x100);
+const CUmodule module_a = handle<CUmodule>(0x200);
+const api::stream_handle stream_a = handle<api::stream_handle>(0x300);
+const api::stream_handle stream_b = handle<api::stream_handle>(0x301);
+constexpr const char* kernel_name = "_Z4halov";
+constexpr std::uint64_t kernel_pc = 0x7000'0000;
+constexpr std::uint64_t local_buffer = 0x1'0000'0000;  // on device 0, where the kernels run
+constexpr std::uint64_t peer_buffer = 0x2'0000'0000;   // on device 1
+
+// One process: contexts on device 0, each with the module of one kernel that
+// loads floats from a buffer on device 1 (and from its own device's memory,
+// which is not counted).
+class process {
+ public:
+  process() {
+    setenv("FERRET_SANITIZER_LIBRARY", FERRET_FAKE_SANITIZER, 1);
+    std::string error;
+    counter_ = peer_access_counter::start({}, nullptr, error);
+    REQUIRE_MESSAGE(counter_ != nullptr, error);
+  }
+  ~process() {
+    counter_.reset();
+    for (const CUcontext context : contexts_) fake_sanitizer_context_gone(context);
+  }
+  process(const process&) = delete;
+  process& operator=(const process&) = delete;
+
+  void create_context(CUcontext context) {
+    api::resource_context_data created{context, 0};
+    fake_sanitizer_callback(api::domain_resource, api::context_creation_finished, &created);
+    api::resource_module_data loaded{context, module_a, 0, nullptr, nullptr};
+    fake_sanitizer_callback(api::domain_resource, api::module_loaded, &loaded);
+    fake_sanitizer_define_function(module_a, kernel_name, kernel_pc, 0x1000);
+    allocate(context, local_buffer, 0);
+    allocate(context, peer_buffer, 1);
+    contexts_.push_back(context);
+  }
+  void destroy_context(CUcontext context) {
+    api::resource_context_data going{context, 0};
+    fake_sanitizer_callback(api::domain_resource, api::context_destroy_starting, &going);
+    fake_sanitizer_context_gone(context);
+  }
+  void destroy_stream(CUcontext context, api::stream_handle stream) {
+    api::resource_stream_data going{context, nullptr, stream};
+    fake_sanitizer_callback(api::domain_resource, api::stream_destroy_starting, &going);
+  }
+  // A launch from the call `correlation` (0: from no launch call) whose
+  // kernel loads `peer_loads` floats from device 1 and as many from device 0.
+  void launch(CUcontext context, api::stream_handle stream, std::uint64_t correlation,
+              std::uint32_t peer_loads) {
+    api::launch_data data{};
+    data.context = context;
+    data.stream_handle_ = stream;
+    data.module = module_a;
+    data.function = handle<CUfunction>(0x400);
+    data.function_name = kernel_name;
+    data.launch = handle<api::launch_handle>(next_launch_++);
+    data.device = 0;
+    if (correlation != 0) peer_access_counter::note_launch_call(correlation);
+    fake_sanitizer_callback(api::domain_launch, api::launch_begin, &data);
+    fake_sanitizer_callback(api::domain_launch, api::launch_end, &data);
+    if (correlation != 0) peer_access_counter::end_launch_call(correlation);
+    auto* given = static_cast<ferret_peer_launch*>(const_cast<void*>(fake_sanitizer_launch_data(data.launch)));
+    if (given == nullptr) return;  // not counted: the patch returns at once
+    for (std::uint32_t i = 0; i < peer_loads; ++i) {
+      ferret::testing::count_access(*given, kernel_pc + 0x80, peer_buffer + 4 * i, 4, FERRET_PEER_FLAG_READ);
+      ferret::testing::count_access(*given, kernel_pc + 0x90, local_buffer + 4 * i, 4, FERRET_PEER_FLAG_READ);
+    }
+  }
+  // Bytes loaded from device 1 per launch call, of the launches read back
+  // since the last call; `collect`: the drain's read-back first.
+  std::map<std::uint64_t, std::uint64_t> peer_bytes(bool collect = true) {
+    if (collect) counter_->collect(false);
+    std::vector<ferret::runtime::gpu_remote_access_batch> batches;
+    counter_->hand_over(batches);
+    std::map<std::uint64_t, std::uint64_t> bytes;
+    for (const auto& batch : batches) {
+      CHECK(std::string{batch.function} == kernel_name);
+      for (const auto& access : batch.accesses) {
+        CHECK(access.target_device == 1);
+        CHECK(access.pc_offset == 0x80);
+        bytes[batch.correlation] += access.bytes;
+      }
+    }
+    return bytes;
+  }
+  std::int64_t metadata(const std::string& key) const {
+    ferret::runtime::metadata_list list;
+    counter_->add_metadata(list);
+    for (const auto& [name, value] : list)
+      if (name == key) return std::get<std::int64_t>(value);
+    FAIL("no metadata ", key);
+    return -1;
+  }
+
+ private:
+  void allocate(CUcontext context, std::uint64_t address, CUdevice device) {
+    api::resource_memory_data memory{};
+    memory.address = address;
+    memory.size = 1 << 20;
+    memory.context = context;
+    memory.device = device;
+    fake_sanitizer_callback(api::domain_resource, api::device_memory_alloc, &memory);
+  }
+
+  std::unique_ptr<peer_access_counter> counter_;
+  std::vector<CUcontext> contexts_;
+  std::uintptr_t next_launch_ = 0x1000;
+};
+
+using bytes_by_call = std::map<std::uint64_t, std::uint64_t>;
+
+}  // namespace
+
+TEST_CASE("each launch's loads from the peer come back once, joined to its launch call") {
+  process p;
+  p.create_context(context_a);
+  p.launch(context_a, stream_a, 7, 100);
+  p.launch(context_a, stream_b, 8, 50);
+  p.launch(context_a, stream_a, 0, 10);  // no launch call seen: not counted, said
+  CHECK(p.peer_bytes() == bytes_by_call{{7, 400}, {8, 200}});
+  CHECK(p.peer_bytes().empty());
+  CHECK(p.metadata("peer-access-launches-counted") == 2);
+  CHECK(p.metadata("peer-access-launches-dropped-no-call") == 1);
+}
+
+TEST_CASE("a stream's launches are read back before the stream goes") {
+  process p;
+  p.create_context(context_a);
+  p.launch(context_a, stream_a, 1, 10);
+  p.launch(context_a, stream_b, 2, 20);
+  p.destroy_stream(context_a, stream_a);
+  CHECK(p.peer_bytes(false) == bytes_by_call{{1, 40}});
+  CHECK(p.peer_bytes() == bytes_by_call{{2, 80}});
+}
+
+TEST_CASE("with every slot in flight a launch waits for the oldest one's counters, and a reused slot starts at zero") {
+  process p;
+  p.create_context(context_a);
+  constexpr std::uint64_t slots = 256;  // per context (peer_access_counter.cpp)
+  for (std::uint64_t call = 1; call <= slots + 1; ++call)
+    p.launch(context_a, stream_a, call, static_cast<std::uint32_t>(call));
+  const bytes_by_call bytes = p.peer_bytes();
+  REQUIRE(bytes.size() == slots + 1);
+  for (const auto& [call, loaded] : bytes) CHECK(loaded == 4 * call);
+  CHECK(p.metadata("peer-access-launches-waited-for-a-slot") == 1);
+  CHECK(p.metadata("peer-access-launches-dropped-no-slot") == 0);
+}
+
+TEST_CASE("a context's launches are read back before it goes, and a new context at its handle counts afresh") {
+  process p;
+  p.create_context(context_a);
+  p.launch(context_a, stream_a, 1, 10);
+  p.destroy_context(context_a);
+  CHECK(p.peer_bytes(false) == bytes_by_call{{1, 40}});
+  CHECK(fake_sanitizer_allocations(context_a) == 0);
+  // The driver may hand the next context the handle of the one destroyed.
+  p.create_context(context_a);
+  p.launch(context_a, stream_a, 2, 20);
+  CHECK(fake_sanitizer_allocations(context_a) > 0);  // memory of its own
+  CHECK(p.peer_bytes() == bytes_by_call{{2, 80}});
+  CHECK(p.metadata("peer-access-launches-counted") == 2);
+}
+
+TEST_CASE("a context going waits for the launches of it that the drain is reading back") {
+  process p;
+  p.create_context(context_a);
+  p.launch(context_a, stream_a, 1, 10);
+  fake_sanitizer_read_back_takes(200);
+  bytes_by_call drained;
+  std::thread drain{[&] { drained = p.peer_bytes(); }};
+  std::this_thread::sleep_for(std::chrono::milliseconds{50});  // the drain is in its read-back
+  p.destroy_context(context_a);  // frees the context's memory once the callback returns
+  drain.join();
+  fake_sanitizer_read_back_takes(0);
+  CHECK(drained == bytes_by_call{{1, 40}});
+  CHECK(p.metadata("peer-access-launches-dropped-read-failed") == 0);
+}
