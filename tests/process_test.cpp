@@ -197,7 +197,10 @@ TEST_CASE("FERRET_BACKEND: each name that is no backend gets its line, the backe
        {"unknown backend 'tua' in FERRET_BACKEND (did you mean tau? ",
         "'ompt' in FERRET_BACKEND is a collector, not a backend: OpenMP"},
        {"run.json"}},
-      {"chrome;tau", {"unknown backend 'chrome;tau' in FERRET_BACKEND (backends: "}, {}},
+      {"chrome;tau", {}, {"run.json", "run/profile.0.0.0"}},
+      {"chrome tau", {}, {"run.json", "run/profile.0.0.0"}},
+      {"off", {}, {}},
+      {"0", {}, {}},
   };
   for (const one_case& c : cases) {
     CAPTURE(c.backends);

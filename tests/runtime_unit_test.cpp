@@ -58,14 +58,18 @@ TEST_CASE("settings: backend lists") {
   s = parse({{"FERRET_BACKEND", "none"}}, error);
   REQUIRE(s);
   CHECK(s->backends.empty());
-  // Any case, blanks and empty entries ignored; a name that is no backend is
-  // kept here, for the session's start to say so (registry.hpp) while the
+  // Any case; commas, blanks and semicolons separate, empty entries ignored;
+  // the words that turn tracing off name nothing; a name that is no backend
+  // is kept here, for the session's start to say so (registry.hpp) while the
   // others run.
   const std::vector<std::pair<const char*, std::vector<std::string>>> lists{
       {"chrome,", {"chrome"}},           {"Chrome", {"chrome"}},
       {"CHROME,,Tau", {"chrome", "tau"}}, {",", {}},
-      {"../evil", {"../evil"}},          {"chrome;otf2", {"chrome;otf2"}},
-      {"none,chrome", {"chrome"}}};
+      {"../evil", {"../evil"}},          {"chrome;otf2", {"chrome", "otf2"}},
+      {"chrome otf2", {"chrome", "otf2"}}, {"\tchrome ;\totf2 ", {"chrome", "otf2"}},
+      {"none,chrome", {"chrome"}},       {"off", {}},
+      {"0", {}},                         {"False", {}},
+      {"no", {}},                        {"offf", {"offf"}}};
   for (const auto& list : lists) {
     CAPTURE(list.first);
     s = parse({{"FERRET_BACKEND", list.first}}, error);

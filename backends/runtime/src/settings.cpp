@@ -6,15 +6,17 @@
 #include <cctype>
 #include <charconv>
 #include <iterator>
+#include <string_view>
 
 namespace ferret::runtime {
 
 namespace {
 constexpr setting table[] = {
     {"FERRET_BACKEND", "comma-separated list of backend names", "none",
-     "Backends that receive the events (e.g. chrome,summary; in any case). 'none' or unset: "
-     "nothing is recorded and each annotation costs one load and one branch. A name that is no "
-     "backend (a typo, a collector) gets one line and is left out; the others run."},
+     "Backends that receive the events (e.g. chrome,summary; in any case; blanks and semicolons "
+     "separate too). 'none', 'off', '0' or unset: nothing is recorded and each annotation costs "
+     "one load and one branch. A name that is no backend (a typo, a collector) gets one line and "
+     "is left out; the others run."},
     {"FERRET_OUTPUT", "path", "ferret-%e-%p",
      "Output file, or directory when it ends in '/' or exists. Each backend adds its extension "
      "(.json for chrome). %p: process id, %h: host name, %e: executable name, %%: '%'. A name "
@@ -144,20 +146,24 @@ std::optional<std::uint64_t> parse_size(const std::string& text) {
 std::optional<settings> parse_settings(env_lookup lookup, std::string& error) {
   settings result{};
 
-  // Names in any case, blanks and empty entries ignored; whether each names a
-  // backend is decided when the session starts (registry.hpp), one line per
-  // name that does not, so that one typo never turns the others off.
+  // Names in any case, separated by commas, blanks or semicolons (as people
+  // write lists), empty entries ignored; the words that turn tracing off are
+  // no names. Whether each names a backend is decided when the session
+  // starts (registry.hpp), one line per name that does not, so that one typo
+  // never turns the others off.
   const std::string backends = value_of(lookup, "FERRET_BACKEND");
+  constexpr std::string_view separators = ",; \t\n\r\f\v";
+  constexpr std::string_view off_words[] = {"none", "off", "0", "false", "no"};
   std::size_t start = 0;
   while (start < backends.size()) {
-    const std::size_t comma = std::min(backends.find(',', start), backends.size());
-    std::string name = trim(backends.substr(start, comma - start));
+    const std::size_t end = std::min(backends.find_first_of(separators, start), backends.size());
+    std::string name = backends.substr(start, end - start);
     std::transform(name.begin(), name.end(), name.begin(),
                    [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    if (!name.empty() && name != "none" &&
+    if (!name.empty() && std::find(std::begin(off_words), std::end(off_words), name) == std::end(off_words) &&
         std::find(result.backends.begin(), result.backends.end(), name) == result.backends.end())
       result.backends.push_back(std::move(name));
-    start = comma + 1;
+    start = end + 1;
   }
 
   result.output = value_of(lookup, "FERRET_OUTPUT");
