@@ -58,6 +58,11 @@ injected=$(variable CUDA_INJECTION64_PATH)
 [[ $(variable LD_PRELOAD) == /*/libferret_runtime.so* ]] ||
   fail "LD_PRELOAD is '$(variable LD_PRELOAD)', not the runtime"
 
+run -b tau -o "$work/short" -v env
+[[ $(variable FERRET_BACKEND) == tau ]] || fail "-b tau gave FERRET_BACKEND=$(variable FERRET_BACKEND)"
+[[ $(variable FERRET_OUTPUT) == "$work/short" ]] || fail "-o gave FERRET_OUTPUT=$(variable FERRET_OUTPUT)"
+[[ $(variable FERRET_VERBOSE) == 2 ]] || fail "-v gave FERRET_VERBOSE=$(variable FERRET_VERBOSE)"
+
 run --backend=summary --output="$work/out" env
 [[ $(variable FERRET_BACKEND) == summary ]] || fail "--backend=summary gave FERRET_BACKEND=$(variable FERRET_BACKEND)"
 [[ $(variable FERRET_OUTPUT) == "$work/out" ]] || fail "--output= gave FERRET_OUTPUT=$(variable FERRET_OUTPUT)"
@@ -95,6 +100,10 @@ expect_in "$out" "usage: ferret-run" "--help stdout"
 
 # Bad arguments: status 2, one line saying what is wrong, then the usage.
 for arguments in "--bogus -- true|unknown option '--bogus'" \
+                 "--backends chrome true|unknown option '--backends' (did you mean --backend?)" \
+                 "--out=x true|unknown option '--out=x' (did you mean --output?)" \
+                 "-x true|unknown option '-x'" \
+                 "-b|-b needs a value" \
                  "|no program given" \
                  "--backend chrome|no program given" \
                  "--backend|--backend needs a value" \
