@@ -368,13 +368,6 @@ TEST_CASE("a failing archive: OTF2's own error lines stay off stderr, describe()
   CHECK(line.find("errors from OTF2") != std::string::npos);
 }
 
-TEST_CASE("archive naming") {
-  const rt::session_info session = make_session(test_pid);
-  CHECK(ferret::otf2::archive_directory({&session, "run.otf2", false}) == "run");
-  CHECK(ferret::otf2::archive_directory({&session, "run", false}) == "run");
-  CHECK(ferret::otf2::archive_directory({&session, "out/", true}) == "out/ferret-app-4242");
-}
-
 TEST_CASE("an existing archive is not overwritten") {
   fixture f;
   f.flush(true);

@@ -130,6 +130,24 @@ TEST_CASE("FERRET_OUTPUT: file, pattern and directory") {
   REQUIRE(result.files().size() == 1);
   CHECK(result.files()[0].parent_path().filename() == "traces");
   checked(result.files()[0]);
+
+  // A file's name for the backends that write a directory: beside it, without
+  // its extension (the OTF2 archive took run.json itself, found it a file and
+  // was off).
+  result = run("regions", {{"FERRET_BACKEND", "chrome,otf2,tau"}, {"FERRET_OUTPUT", "run.json"},
+                           {"FERRET_VERBOSE", "0"}});
+  CHECK(result.err.empty());
+  checked(result.directory / "run.json");
+  CHECK(fs::exists(result.directory / "run" / "traces.otf2"));
+  CHECK(fs::exists(result.directory / "run" / "profile.0.0.0"));
+
+  // Quoted, "~/" reaches the program unexpanded: it is $HOME.
+  const fs::path home = fs::temp_directory_path() / ("ferret-process-test-home-" + std::to_string(getpid()));
+  fs::create_directories(home);
+  result = run("regions", {{"FERRET_BACKEND", "chrome"}, {"FERRET_OUTPUT", "~/run.json"}, {"HOME", home.string()}});
+  CHECK(result.files().empty());
+  checked(home / "run.json");
+  fs::remove_all(home);
 }
 
 TEST_CASE("configuration errors: one clear line, the program runs on untraced") {

@@ -12,6 +12,7 @@
 
 #include "clock.hpp"
 #include "data_object_map.hpp"
+#include "ferret/runtime/backend.hpp"
 #include "ferret/runtime/text.hpp"
 #include "settings.hpp"
 
@@ -137,6 +138,35 @@ TEST_CASE("settings: sizes") {
   CHECK_FALSE(parse_size("-1M"));
   CHECK_FALSE(parse_size("1.5M"));
   CHECK_FALSE(parse_size("99999999999999999999G"));
+}
+
+TEST_CASE("outputs: a backend's file and a directory backend's directory from FERRET_OUTPUT") {
+  ferret::runtime::session_info session{};
+  session.pid = 4242;
+  session.executable = "app";
+  const auto file = [&](const char* output, bool is_directory, std::string_view extension) {
+    return ferret::runtime::output_file({&session, output, is_directory}, extension);
+  };
+  CHECK(file("run", false, ".json") == "run.json");
+  CHECK(file("run.json", false, ".json") == "run.json");
+  CHECK(file("run.JSON", false, ".json") == "run.JSON");  // the extension in any case
+  CHECK(file("run.otf2", false, ".json") == "run.json");
+  CHECK(file("out/", true, ".json") == "out/ferret-app-4242.json");
+  // One directory for the OTF2 archive and the TAU profile, beside chrome's file.
+  const auto directory = [&](const char* output, bool is_directory) {
+    return ferret::runtime::output_directory({&session, output, is_directory});
+  };
+  CHECK(directory("run", false) == "run");
+  CHECK(directory("run.otf2", false) == "run");
+  CHECK(directory("run.json", false) == "run");
+  CHECK(directory("results/run.JSON", false) == "results/run");
+  CHECK(directory("run.v2", false) == "run");
+  CHECK(directory("data.2024", false) == "data.2024");  // digits only: no extension
+  CHECK(directory("v1.2/run", false) == "v1.2/run");
+  CHECK(directory(".hidden", false) == ".hidden");
+  CHECK(directory("run/", true) == "run/ferret-app-4242");
+  session.executable = "a.out";
+  CHECK(directory("out/", true) == "out/ferret-a.out-4242");
 }
 
 TEST_CASE("data objects: innermost containing object") {

@@ -218,14 +218,32 @@ std::string output_file(const backend_context& context, std::string_view extensi
     return directory + "ferret-" + context.session->executable + "-" +
            std::to_string(context.session->pid) + std::string{extension};
   }
+  const auto lower = [](char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); };
   if (path.size() >= extension.size() &&
-      std::string_view{path}.substr(path.size() - extension.size()) == extension)
+      std::equal(extension.begin(), extension.end(), path.end() - static_cast<std::ptrdiff_t>(extension.size()),
+                 [&](char a, char b) { return lower(a) == lower(b); }))
     return path;
   const auto slash = path.rfind('/');
   const auto dot = path.rfind('.');
   const bool has_extension =
       dot != std::string::npos && dot > 0 && (slash == std::string::npos || dot > slash + 1);
   return (has_extension ? path.substr(0, dot) : path) + std::string{extension};
+}
+
+std::string output_directory(const backend_context& context) {
+  std::string path = output_file(context, "");
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  const std::size_t slash = path.rfind('/');
+  const std::size_t dot = path.rfind('.');
+  const std::size_t name_start = slash == std::string::npos ? 0 : slash + 1;
+  if (dot == std::string::npos || dot <= name_start || dot + 1 == path.size()) return path;
+  const auto extension = std::string_view{path}.substr(dot + 1);
+  const auto letter = [](char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; };
+  const auto letter_or_digit = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
+  if (std::all_of(extension.begin(), extension.end(), letter_or_digit) &&
+      std::any_of(extension.begin(), extension.end(), letter))
+    path.resize(dot);
+  return path;
 }
 
 }  // namespace ferret::runtime

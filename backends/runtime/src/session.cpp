@@ -43,7 +43,14 @@ std::string host_name() {
 // %p pid, %h host, %e executable, %% percent.
 std::string expand_output(const std::string& pattern, const session_info& info) {
   std::string out;
-  for (std::size_t i = 0; i < pattern.size(); ++i) {
+  std::size_t i = 0;
+  // "~/..." as the shell would have made it, had the value not been quoted.
+  if (const char* home = std::getenv("HOME");
+      home != nullptr && *home != '\0' && (pattern == "~" || pattern.rfind("~/", 0) == 0)) {
+    out = home;
+    i = 1;
+  }
+  for (; i < pattern.size(); ++i) {
     if (pattern[i] != '%' || i + 1 == pattern.size()) {
       out += pattern[i];
       continue;

@@ -19,7 +19,9 @@ constexpr setting table[] = {
      "is left out; the others run."},
     {"FERRET_OUTPUT", "path", "ferret-%e-%p",
      "Output file, or directory when it ends in '/' or exists. Each backend adds its extension "
-     "(.json for chrome). %p: process id, %h: host name, %e: executable name, %%: '%'. A name "
+     "(.json for chrome; otf2 and tau write into the directory of that name without its "
+     "extension: run.json gives run/). %p: process id, %h: host name, %e: executable name, "
+     "%%: '%'; a leading ~/ is $HOME. A name "
      "without %p that several processes share (children, MPI ranks): the first keeps it, the "
      "others write beside it with their pid."},
     {"FERRET_BUFFER_SIZE", "bytes, with K/M/G suffix, 256K to 4G", "8M",

@@ -1385,7 +1385,7 @@ bool agree_on_directory(runtime::process_group& group, std::string& directory,
 std::unique_ptr<runtime::backend> open_backend(const runtime::backend_context& context,
                                                runtime::process_group* group,
                                                std::string& error) {
-  std::string directory = archive_directory(context);
+  std::string directory = runtime::output_directory(context);
   if (group == nullptr || group->rank() == 0) error = refusal(directory);
   if (group != nullptr && !agree_on_directory(*group, directory, error)) {
     error = fmt::format("cannot write the OTF2 archive '{}': the ranks could not agree on it",
@@ -1402,15 +1402,6 @@ std::unique_ptr<runtime::backend> open_backend(const runtime::backend_context& c
 }
 
 }  // namespace
-
-std::string archive_directory(const runtime::backend_context& context) {
-  std::string path = runtime::output_file(context, "");
-  while (path.size() > 1 && path.back() == '/') path.pop_back();
-  constexpr std::string_view suffix = ".otf2";
-  if (path.size() > suffix.size() && std::string_view{path}.substr(path.size() - suffix.size()) == suffix)
-    path.resize(path.size() - suffix.size());
-  return path;
-}
 
 std::unique_ptr<runtime::backend> make_backend(const runtime::backend_context& context,
                                                std::string& error) {

@@ -1,11 +1,11 @@
 // backends/writers/otf2 — writes an OTF2 archive (Score-P's trace format, read by
 // Vampir, Scalasca, otf2-print and the OTF2 reader API).
 //
-// Naming: the archive is the directory runtime::output_file(context, "") with a
-// trailing ".otf2" removed; inside it, as Score-P lays out its experiment
+// Naming: the archive is the directory runtime::output_directory(context) (the
+// TAU profile's too); inside it, as Score-P lays out its experiment
 // directories, the anchor file traces.otf2, the global definitions traces.def
 // and the event files traces/<location>.evt. FERRET_OUTPUT=run → run/traces.otf2;
-// FERRET_OUTPUT=run.otf2 → the same; FERRET_OUTPUT=dir/ →
+// FERRET_OUTPUT=run.otf2 or run.json → the same; FERRET_OUTPUT=dir/ →
 // dir/ferret-<exe>-<pid>/traces.otf2 (and so does FERRET_OUTPUT=run when run is
 // an existing directory, e.g. the archive of an earlier run: the runtime treats
 // an existing directory as one to write into). An existing archive is never
@@ -108,9 +108,6 @@
 #include <string>
 
 namespace ferret::otf2 {
-
-/// The archive directory for `context` (see above).
-FERRET_EXPORT std::string archive_directory(const runtime::backend_context& context);
 
 /// Opens the archive. On failure returns nullptr and sets `error` to
 /// "cannot write the OTF2 archive '<directory>': <reason>".

@@ -828,26 +828,16 @@ bool holds_tau_profile(const std::string& directory) {
   return false;
 }
 
-// The profile directory for FERRET_OUTPUT: runtime::output_file() without an
-// extension made of letters only ("run.json" → "run"), so that beside chrome's
-// file it does not take that file's name. "ferret-a.out-42" keeps its dot.
-// A FERRET_OUTPUT without a trailing slash that names a TAU profile directory
-// of an earlier run is that directory again, as TAU's PROFILEDIR is: a rerun
-// replaces the profile rather than nesting a new one inside the old.
+// The profile directory for FERRET_OUTPUT: runtime::output_directory(), the
+// OTF2 archive's too. A FERRET_OUTPUT without a trailing slash that names a
+// TAU profile directory of an earlier run is that directory again, as TAU's
+// PROFILEDIR is: a rerun replaces the profile rather than nesting a new one
+// inside the old.
 std::string profile_directory(const runtime::backend_context& context) {
   if (context.output_is_directory && !context.output.empty() && context.output.back() != '/' &&
       holds_tau_profile(context.output))
     return context.output;
-  std::string path = runtime::output_file(context, "");
-  while (path.size() > 1 && path.back() == '/') path.pop_back();
-  const std::size_t slash = path.rfind('/');
-  const std::size_t dot = path.rfind('.');
-  const std::size_t name_start = slash == std::string::npos ? 0 : slash + 1;
-  if (dot != std::string::npos && dot > name_start && dot + 1 < path.size() &&
-      std::all_of(path.begin() + static_cast<std::ptrdiff_t>(dot) + 1, path.end(),
-                  [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }))
-    path.resize(dot);
-  return path;
+  return runtime::output_directory(context);
 }
 
 }  // namespace

@@ -470,9 +470,17 @@ struct backend_context {
 };
 
 /// The file a backend writes: `<directory>/ferret-<exe>-<pid><extension>` for
-/// a directory; the path itself if it already ends in `extension`; otherwise
-/// the path with its extension replaced by (or extended with) `extension`.
+/// a directory; the path itself if it already ends in `extension` (in any
+/// case); otherwise the path with its extension replaced by (or extended
+/// with) `extension`.
 FERRET_EXPORT std::string output_file(const backend_context& context, std::string_view extension);
+
+/// The directory a backend that writes several files (an OTF2 archive, a TAU
+/// profile) writes into: output_file(context, "") without trailing slashes
+/// and without an extension of letters and digits, so that FERRET_OUTPUT=run.json
+/// or run.otf2 gives "run" whichever backends are on, beside chrome's run.json.
+/// "ferret-a.out-42" and "data.2024" keep their dots.
+FERRET_EXPORT std::string output_directory(const backend_context& context);
 
 /// Opens `path` for writing, created or emptied, without ever blocking: a
 /// FIFO, a device or anything else that is not a regular file is refused
