@@ -156,13 +156,6 @@ TEST_CASE("configuration errors: one clear line, the program runs on untraced") 
       {{{"FERRET_BACKEND", "nvtx"}}, "'nvtx' in FERRET_BACKEND is a collector, not a backend"},
       {{{"FERRET_BACKEND", "chrome"}, {"FERRET_OUTPUT", "/dev/null"}},
        "FERRET_OUTPUT='/dev/null' is neither a file nor a directory"},
-      {{{"FERRET_BACKEND", "chrome"}, {"FERRET_BUFFER_SIZE", "huge"}},
-       "FERRET_BUFFER_SIZE='huge' is not valid"},
-      {{{"FERRET_BACKEND", "chrome"}, {"FERRET_FLUSH_INTERVAL", "soon"}},
-       "FERRET_FLUSH_INTERVAL='soon' is not valid"},
-      {{{"FERRET_BACKEND", "chrome"}, {"FERRET_CLOCK", "fast"}}, "FERRET_CLOCK='fast' is not valid"},
-      {{{"FERRET_BACKEND", "chrome"}, {"FERRET_VERBOSE", "loud"}},
-       "FERRET_VERBOSE='loud' is not valid"},
       {{{"FERRET_BACKEND", "chrome"}, {"FERRET_OUTPUT", "/proc/no-such-dir/trace.json"}},
        "cannot write the chrome trace to '/proc/no-such-dir/trace.json'"},
   };
@@ -186,6 +179,33 @@ TEST_CASE("configuration errors: one clear line, the program runs on untraced") 
   CHECK(result.err.find("backends: chrome, ") != std::string::npos);
   for (const char* collector : {"cupti", "nvtx", "nccl", "python", "ompt", "level_zero", "mpi"})
     CHECK(result.err.find(collector) == std::string::npos);
+}
+
+TEST_CASE("a malformed setting: one line naming it and the default used, and the run is traced") {
+  const std::vector<std::pair<std::pair<std::string, std::string>, std::string>> cases{
+      {{"FERRET_BUFFER_SIZE", "huge"}, "FERRET_BUFFER_SIZE='huge' is not valid (expected bytes"},
+      {{"FERRET_FLUSH_INTERVAL", "soon"}, "FERRET_FLUSH_INTERVAL='soon' is not valid (expected milliseconds"},
+      {{"FERRET_CLOCK", "fast"}, "FERRET_CLOCK='fast' is not valid (expected auto, tsc or monotonic_raw); using auto"},
+      {{"FERRET_VERBOSE", "loud"}, "FERRET_VERBOSE='loud' is not valid (expected 0, 1 or 2); using 1"},
+  };
+  for (const auto& one_case : cases) {
+    const auto& setting = one_case.first;
+    const std::string& expected = one_case.second;
+    CAPTURE(expected);
+    const auto result = run("regions", {{"FERRET_BACKEND", "chrome"}, {"FERRET_OUTPUT", "run.json"},
+                                        {setting.first, setting.second}});
+    CHECK(result.exit_code == 0);
+    const auto lines = result.error_lines();
+    REQUIRE(lines.size() == 2);  // the notice, then the trace's line at exit
+    CHECK(lines[0].rfind("ferret: " + expected, 0) == 0);
+    CHECK(lines[1].rfind("ferret: chrome trace: run.json", 0) == 0);
+    CHECK(count(checked(result.directory / "run.json"), "work") == 200);
+  }
+  // Durations as people write them.
+  const auto result = run("regions", {{"FERRET_BACKEND", "chrome"}, {"FERRET_OUTPUT", "run.json"},
+                                      {"FERRET_FLUSH_INTERVAL", "500ms"}, {"FERRET_SIGNAL_WAIT", "2s"},
+                                      {"FERRET_VERBOSE", "0"}});
+  CHECK(result.err.empty());
 }
 
 TEST_CASE("FERRET_BACKEND: each name that is no backend gets its line, the backends named run") {

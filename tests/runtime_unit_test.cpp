@@ -26,9 +26,9 @@ const char* fake_getenv(const char* name) {
   return it == g_environment.end() ? nullptr : it->second.c_str();
 }
 
-std::optional<settings> parse(std::map<std::string, std::string> environment, std::string& error) {
+settings parse(std::map<std::string, std::string> environment) {
   g_environment = std::move(environment);
-  return parse_settings(fake_getenv, error);
+  return parse_settings(fake_getenv);
 }
 
 ferret::runtime::data_object_info object(std::uint64_t id, std::uintptr_t address,
@@ -39,26 +39,21 @@ ferret::runtime::data_object_info object(std::uint64_t id, std::uintptr_t addres
 }  // namespace
 
 TEST_CASE("settings: defaults") {
-  std::string error;
-  const auto s = parse({}, error);
-  REQUIRE(s);
-  CHECK(s->backends.empty());
-  CHECK(s->output == "ferret-%e-%p");
-  CHECK(s->buffer_bytes == 8u << 20);
-  CHECK(s->flush_interval_ms == 200);
-  CHECK(s->signal_wait_ms == 4000);
-  CHECK(s->clock == clock_choice::automatic);
-  CHECK(s->verbose == 1);
+  const settings s = parse({});
+  CHECK(s.backends.empty());
+  CHECK(s.output == "ferret-%e-%p");
+  CHECK(s.buffer_bytes == 8u << 20);
+  CHECK(s.flush_interval_ms == 200);
+  CHECK(s.signal_wait_ms == 4000);
+  CHECK(s.clock == clock_choice::automatic);
+  CHECK(s.verbose == 1);
 }
 
 TEST_CASE("settings: backend lists") {
-  std::string error;
-  auto s = parse({{"FERRET_BACKEND", " chrome , memory,chrome "}}, error);
-  REQUIRE(s);
-  CHECK(s->backends == std::vector<std::string>{"chrome", "memory"});
-  s = parse({{"FERRET_BACKEND", "none"}}, error);
-  REQUIRE(s);
-  CHECK(s->backends.empty());
+  auto s = parse({{"FERRET_BACKEND", " chrome , memory,chrome "}});
+  CHECK(s.backends == std::vector<std::string>{"chrome", "memory"});
+  s = parse({{"FERRET_BACKEND", "none"}});
+  CHECK(s.backends.empty());
   // Any case; commas, blanks and semicolons separate, empty entries ignored;
   // the words that turn tracing off name nothing; a name that is no backend
   // is kept here, for the session's start to say so (registry.hpp) while the
@@ -73,58 +68,73 @@ TEST_CASE("settings: backend lists") {
       {"no", {}},                        {"offf", {"offf"}}};
   for (const auto& list : lists) {
     CAPTURE(list.first);
-    s = parse({{"FERRET_BACKEND", list.first}}, error);
-    REQUIRE(s);
-    CHECK(s->backends == list.second);
+    s = parse({{"FERRET_BACKEND", list.first}});
+    CHECK(s.backends == list.second);
   }
 }
 
-TEST_CASE("settings: malformed values name the variable and what it accepts") {
+TEST_CASE("settings: a malformed value is the default, with a notice naming the variable, what it accepts and the default") {
   // Pairs, not a map: a variable has several bad values, each must be tried.
   const std::vector<std::pair<std::string, std::string>> bad_values{
       {"FERRET_BUFFER_SIZE", "lots"},     {"FERRET_BUFFER_SIZE", "1K"},
       {"FERRET_BUFFER_SIZE", "262143"},   // one byte under the 256K minimum
       {"FERRET_FLUSH_INTERVAL", "-5"},    {"FERRET_FLUSH_INTERVAL", "99999999"},
       {"FERRET_FLUSH_INTERVAL", "60001"}, {"FERRET_SIGNAL_WAIT", "60001"},
+      {"FERRET_FLUSH_INTERVAL", "0.5s"},  {"FERRET_FLUSH_INTERVAL", "1m"},
       {"FERRET_CLOCK", "rdtsc"},          {"FERRET_VERBOSE", "3"},
-      {"FERRET_OUTPUT", "  "}};
+      {"FERRET_VERBOSE", "yes"},          {"FERRET_OUTPUT", "  "}};
+  const settings defaults = parse({});
   for (const auto& [variable, value] : bad_values) {
     CAPTURE(variable);
     CAPTURE(value);
-    std::string error;
-    CHECK_FALSE(parse({{variable, value}}, error));
-    CHECK(error.find(variable) != std::string::npos);
-    CHECK(error.find("expected") != std::string::npos);
+    const settings s = parse({{variable, value}});
+    REQUIRE(s.notices.size() == 1);
+    CHECK(s.notices[0].rfind(variable + "=", 0) == 0);
+    CHECK(s.notices[0].find("expected") != std::string::npos);
+    CHECK(s.notices[0].find("; using ") != std::string::npos);
+    CHECK(s.output == defaults.output);
+    CHECK(s.buffer_bytes == defaults.buffer_bytes);
+    CHECK(s.flush_interval_ms == defaults.flush_interval_ms);
+    CHECK(s.signal_wait_ms == defaults.signal_wait_ms);
+    CHECK(s.clock == defaults.clock);
+    CHECK(s.verbose == defaults.verbose);
   }
+  CHECK(parse({{"FERRET_CLOCK", "fast"}}).notices[0] ==
+        "FERRET_CLOCK='fast' is not valid (expected auto, tsc or monotonic_raw); using auto");
+}
+
+TEST_CASE("settings: durations in milliseconds, with ms or s") {
+  CHECK(parse({{"FERRET_FLUSH_INTERVAL", "500ms"}}).flush_interval_ms == 500);
+  CHECK(parse({{"FERRET_FLUSH_INTERVAL", "2s"}}).flush_interval_ms == 2000);
+  CHECK(parse({{"FERRET_FLUSH_INTERVAL", "2 S"}}).flush_interval_ms == 2000);
+  CHECK(parse({{"FERRET_SIGNAL_WAIT", "10s"}}).signal_wait_ms == 10000);
+  CHECK(parse({{"FERRET_SIGNAL_WAIT", "61s"}}).notices.size() == 1);
+  CHECK(parse_milliseconds("0") == 0u);
+  CHECK_FALSE(parse_milliseconds("ms"));
+  CHECK_FALSE(parse_milliseconds("1h"));
+  CHECK_FALSE(parse_milliseconds(""));
 }
 
 TEST_CASE("settings: the bounds themselves are accepted") {
-  std::string error;
   auto s = parse({{"FERRET_BUFFER_SIZE", "256K"},
                   {"FERRET_FLUSH_INTERVAL", "60000"},
-                  {"FERRET_SIGNAL_WAIT", "60000"}},
-                 error);
-  REQUIRE(s);
-  CHECK(s->buffer_bytes == 256u << 10);
-  CHECK(s->flush_interval_ms == 60000);
-  CHECK(s->signal_wait_ms == 60000);
-  s = parse({{"FERRET_FLUSH_INTERVAL", "0"}, {"FERRET_SIGNAL_WAIT", "0"}}, error);
-  REQUIRE(s);
-  CHECK(s->flush_interval_ms == 0);
-  CHECK(s->signal_wait_ms == 0);
+                  {"FERRET_SIGNAL_WAIT", "60000"}});
+  CHECK(s.buffer_bytes == 256u << 10);
+  CHECK(s.flush_interval_ms == 60000);
+  CHECK(s.signal_wait_ms == 60000);
+  s = parse({{"FERRET_FLUSH_INTERVAL", "0"}, {"FERRET_SIGNAL_WAIT", "0"}});
+  CHECK(s.flush_interval_ms == 0);
+  CHECK(s.signal_wait_ms == 0);
 }
 
 TEST_CASE("settings: a buffer beyond 4G is capped, with a notice") {
-  std::string error;
-  auto s = parse({{"FERRET_BUFFER_SIZE", "4G"}}, error);
-  REQUIRE(s);
-  CHECK(s->buffer_bytes == std::size_t{4} << 30);
-  CHECK(s->notices.empty());
-  s = parse({{"FERRET_BUFFER_SIZE", "1024G"}}, error);
-  REQUIRE(s);
-  CHECK(s->buffer_bytes == std::size_t{4} << 30);
-  REQUIRE(s->notices.size() == 1);
-  CHECK(s->notices[0] == "FERRET_BUFFER_SIZE='1024G' is more than the largest buffer, 4G; using 4G");
+  auto s = parse({{"FERRET_BUFFER_SIZE", "4G"}});
+  CHECK(s.buffer_bytes == std::size_t{4} << 30);
+  CHECK(s.notices.empty());
+  s = parse({{"FERRET_BUFFER_SIZE", "1024G"}});
+  CHECK(s.buffer_bytes == std::size_t{4} << 30);
+  REQUIRE(s.notices.size() == 1);
+  CHECK(s.notices[0] == "FERRET_BUFFER_SIZE='1024G' is more than the largest buffer, 4G; using 4G");
 }
 
 TEST_CASE("settings: sizes") {
@@ -133,6 +143,7 @@ TEST_CASE("settings: sizes") {
   CHECK(parse_size("64M") == 64u << 20);
   CHECK(parse_size("64MiB") == 64u << 20);
   CHECK(parse_size("2g") == std::uint64_t{2} << 30);
+  CHECK(parse_size("64 MiB") == 64u << 20);
   CHECK_FALSE(parse_size(""));
   CHECK_FALSE(parse_size("M"));
   CHECK_FALSE(parse_size("-1M"));

@@ -477,8 +477,7 @@ class runtime_state {
   // What the start needs that may load libraries (FERRET_BACKEND's), made
   // with no lock held.
   struct startup {
-    std::optional<settings> config;
-    std::string error;  // when config is empty
+    settings config;
     backend_selection selection;
   };
 

@@ -93,9 +93,8 @@ std::int64_t g_process_start_ns = monotonic_raw_ns();
 // its initialisers, which may call back (session_active).
 runtime_state::startup runtime_state::prepare_startup() {
   startup prepared;
-  prepared.config = parse_settings([](const char* name) -> const char* { return std::getenv(name); },
-                                   prepared.error);
-  if (prepared.config) prepared.selection = select_backends(prepared.config->backends);
+  prepared.config = parse_settings([](const char* name) -> const char* { return std::getenv(name); });
+  prepared.selection = select_backends(prepared.config.backends);
   return prepared;
 }
 
@@ -116,12 +115,8 @@ void runtime_state::ensure_initialized() {
 }
 
 void runtime_state::initialize(startup prepared) {
-  tried_recording_.store(!prepared.config || !prepared.config->backends.empty());
-  if (!prepared.config) {
-    message("{}; running untraced", prepared.error);
-    return;
-  }
-  config_ = *prepared.config;
+  tried_recording_.store(!prepared.config.backends.empty());
+  config_ = prepared.config;
   if (config_.backends.empty()) return;
   for (const std::string& notice : config_.notices) message("{}", notice);
   // One line per name that is no backend; the others run.

@@ -30,10 +30,10 @@ constexpr setting table[] = {
      "free one; it waits only when no chunk is free, for one chunk (counted: application-waits, "
      "application-wait-ns). Events that still cannot be kept are counted and reported. A larger "
      "value is capped at 4G, with a message."},
-    {"FERRET_FLUSH_INTERVAL", "milliseconds, 0 to 60000", "200",
+    {"FERRET_FLUSH_INTERVAL", "milliseconds (500, 500ms, 2s), 0 to 60000", "200",
      "How often the background thread drains the buffers. 0: only when a buffer fills, at "
      "ferret::flush() and at exit."},
-    {"FERRET_SIGNAL_WAIT", "milliseconds, 0 to 60000", "4000",
+    {"FERRET_SIGNAL_WAIT", "milliseconds (500, 500ms, 2s), 0 to 60000", "4000",
      "After SIGINT or SIGTERM (when the application has no handler of its own), how long buffered "
      "events are still written; then the outputs are closed (within one more second) and the "
      "signal takes its default action. Events not written are counted "
@@ -131,7 +131,7 @@ std::optional<std::uint64_t> parse_size(const std::string& text) {
   if (digits == 0) return std::nullopt;
   const auto number = parse_unsigned(text.substr(0, digits));
   if (!number) return std::nullopt;
-  std::string suffix = text.substr(digits);
+  std::string suffix = trim(text.substr(digits));
   std::transform(suffix.begin(), suffix.end(), suffix.begin(),
                  [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
   unsigned shift = 0;
@@ -145,8 +145,29 @@ std::optional<std::uint64_t> parse_size(const std::string& text) {
   return value << shift;
 }
 
-std::optional<settings> parse_settings(env_lookup lookup, std::string& error) {
+std::optional<std::uint64_t> parse_milliseconds(const std::string& text) {
+  std::size_t digits = 0;
+  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
+  const auto number = parse_unsigned(text.substr(0, digits));
+  if (!number) return std::nullopt;
+  std::string unit = trim(text.substr(digits));
+  std::transform(unit.begin(), unit.end(), unit.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (unit.empty() || unit == "ms") return *number;
+  if (unit == "s" && *number <= UINT64_MAX / 1000) return *number * 1000;
+  return std::nullopt;
+}
+
+settings parse_settings(env_lookup lookup) {
   settings result{};
+  // The value of a variable, or its default with a notice when `valid` refuses it.
+  const auto checked = [&](const char* variable, const auto& valid) {
+    const std::string value = value_of(lookup, variable);
+    if (valid(value)) return value;
+    result.notices.push_back(malformed(variable, value) +
+                             fmt::format("; using {}", entry(variable).default_value));
+    return std::string{entry(variable).default_value};
+  };
 
   // Names in any case, separated by commas, blanks or semicolons (as people
   // write lists), empty entries ignored; the words that turn tracing off are
@@ -168,58 +189,42 @@ std::optional<settings> parse_settings(env_lookup lookup, std::string& error) {
     start = end + 1;
   }
 
-  result.output = value_of(lookup, "FERRET_OUTPUT");
-  if (result.output.empty()) {
-    error = malformed("FERRET_OUTPUT", result.output);
-    return std::nullopt;
-  }
+  result.output = checked("FERRET_OUTPUT", [](const std::string& value) { return !value.empty(); });
 
-  const std::string buffer = value_of(lookup, "FERRET_BUFFER_SIZE");
-  const auto bytes = parse_size(buffer);
-  if (!bytes || *bytes < (256u << 10)) {
-    error = malformed("FERRET_BUFFER_SIZE", buffer);
-    return std::nullopt;
-  }
   // More only costs: the chunks' bookkeeping grows with it (1T took 538 MB).
   constexpr std::uint64_t largest_buffer = std::uint64_t{4} << 30;
-  if (*bytes > largest_buffer)
+  const std::string buffer = checked("FERRET_BUFFER_SIZE", [](const std::string& value) {
+    const auto bytes = parse_size(value);
+    return bytes && *bytes >= (256u << 10);
+  });
+  const std::uint64_t bytes = *parse_size(buffer);
+  if (bytes > largest_buffer)
     result.notices.push_back(fmt::format("FERRET_BUFFER_SIZE='{}' is more than the largest buffer, "
                                          "4G; using 4G",
                                          buffer));
-  result.buffer_bytes = static_cast<std::size_t>(std::min(*bytes, largest_buffer));
+  result.buffer_bytes = static_cast<std::size_t>(std::min(bytes, largest_buffer));
 
-  const std::string interval = value_of(lookup, "FERRET_FLUSH_INTERVAL");
-  const auto ms = parse_unsigned(interval);
-  if (!ms || *ms > 60000) {
-    error = malformed("FERRET_FLUSH_INTERVAL", interval);
-    return std::nullopt;
-  }
-  result.flush_interval_ms = static_cast<unsigned>(*ms);
+  const auto milliseconds_up_to_a_minute = [](const std::string& value) {
+    const auto ms = parse_milliseconds(value);
+    return ms && *ms <= 60000;
+  };
+  result.flush_interval_ms = static_cast<unsigned>(
+      *parse_milliseconds(checked("FERRET_FLUSH_INTERVAL", milliseconds_up_to_a_minute)));
+  result.signal_wait_ms = static_cast<unsigned>(
+      *parse_milliseconds(checked("FERRET_SIGNAL_WAIT", milliseconds_up_to_a_minute)));
 
-  const std::string signal_wait = value_of(lookup, "FERRET_SIGNAL_WAIT");
-  const auto wait_ms = parse_unsigned(signal_wait);
-  if (!wait_ms || *wait_ms > 60000) {
-    error = malformed("FERRET_SIGNAL_WAIT", signal_wait);
-    return std::nullopt;
-  }
-  result.signal_wait_ms = static_cast<unsigned>(*wait_ms);
+  const std::string clock = checked("FERRET_CLOCK", [](const std::string& value) {
+    return value == "auto" || value == "tsc" || value == "monotonic_raw";
+  });
+  result.clock = clock == "tsc"             ? clock_choice::tsc
+                 : clock == "monotonic_raw" ? clock_choice::monotonic_raw
+                                            : clock_choice::automatic;
 
-  const std::string clock = value_of(lookup, "FERRET_CLOCK");
-  if (clock == "auto") result.clock = clock_choice::automatic;
-  else if (clock == "tsc") result.clock = clock_choice::tsc;
-  else if (clock == "monotonic_raw") result.clock = clock_choice::monotonic_raw;
-  else {
-    error = malformed("FERRET_CLOCK", clock);
-    return std::nullopt;
-  }
-
-  const std::string verbose = value_of(lookup, "FERRET_VERBOSE");
-  const auto level = parse_unsigned(verbose);
-  if (!level || *level > 2) {
-    error = malformed("FERRET_VERBOSE", verbose);
-    return std::nullopt;
-  }
-  result.verbose = static_cast<int>(*level);
+  const std::string verbose = checked("FERRET_VERBOSE", [](const std::string& value) {
+    const auto level = parse_unsigned(value);
+    return level && *level <= 2;
+  });
+  result.verbose = static_cast<int>(*parse_unsigned(verbose));
   return result;
 }
 

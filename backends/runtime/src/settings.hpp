@@ -25,13 +25,18 @@ struct settings {
   std::vector<std::string> notices;  // values adjusted, one line each to say at start-up
 };
 
-// Parses the FERRET_* variables through `lookup` (getenv in production).
-// On a malformed value returns nullopt and sets `error` to one line that names
-// the variable, the bad value and what is accepted.
+// Parses the FERRET_* variables through `lookup` (getenv in production). A
+// malformed value is replaced by the variable's default, with a notice that
+// names the variable, the bad value, what is accepted and the default: a typo
+// in a tuning variable never costs the run its trace.
 using env_lookup = const char* (*)(const char*);
-std::optional<settings> parse_settings(env_lookup lookup, std::string& error);
+settings parse_settings(env_lookup lookup);
 
-// "64M" -> 67108864; nullopt for anything else (no sign, suffix K/M/G, optional B/iB).
+// "64M" -> 67108864; nullopt for anything else (no sign, suffix K/M/G, optional B/iB,
+// a blank before it allowed).
 std::optional<std::uint64_t> parse_size(const std::string& text);
+
+// "500" or "500ms" -> 500, "2s" -> 2000; nullopt for anything else.
+std::optional<std::uint64_t> parse_milliseconds(const std::string& text);
 
 }  // namespace ferret::runtime::internal
