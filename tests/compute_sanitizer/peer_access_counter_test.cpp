@@ -16,6 +16,8 @@
 #include <variant>
 #include <vector>
 
+#include <cupti.h>
+
 #include "patch_on_host.hpp"
 #include "peer_access_counter.hpp"
 
@@ -49,6 +51,10 @@ constexpr std::uint64_t kernel_pc = 0x7000'0000;
 constexpr std::uint64_t local_buffer = 0x1'0000'0000;  // on device 0, where the kernels run
 constexpr std::uint64_t peer_buffer = 0x2'0000'0000;   // on device 1
 
+// The driver calls forwarded to the collector's handler, by callback id.
+std::vector<std::uint32_t> g_forwarded_calls;
+void note_forwarded_call(std::uint32_t cbid, const api::callback_data&) { g_forwarded_calls.push_back(cbid); }
+
 // One process: contexts on device 0, each with the module of one kernel that
 // loads floats from a buffer on device 1 (and from its own device's memory,
 // which is not counted).
@@ -57,8 +63,22 @@ class process {
   process() {
     setenv("FERRET_SANITIZER_LIBRARY", FERRET_FAKE_SANITIZER, 1);
     std::string error;
-    counter_ = peer_access_counter::start({}, nullptr, error);
+    g_forwarded_calls.clear();
+    counter_ = peer_access_counter::start({}, note_forwarded_call, error);
     REQUIRE_MESSAGE(counter_ != nullptr, error);
+  }
+  peer_access_counter& counter() { return *counter_; }
+
+  // A driver call the program makes, returning `result`: its callbacks at entry and exit.
+  template <typename Params>
+  void driver_call(std::uint32_t cbid, const Params& params, CUresult result = CUDA_SUCCESS) {
+    api::callback_data call{};
+    call.function_params = &params;
+    call.function_return_value = &result;
+    call.callback_site = api::api_enter;
+    fake_sanitizer_callback(api::domain_driver_api, cbid, &call);
+    call.callback_site = api::api_exit;
+    fake_sanitizer_callback(api::domain_driver_api, cbid, &call);
   }
   ~process() {
     counter_.reset();
@@ -87,9 +107,10 @@ class process {
     fake_sanitizer_callback(api::domain_resource, api::stream_destroy_starting, &going);
   }
   // A launch from the call `correlation` (0: from no launch call) whose
-  // kernel loads `peer_loads` floats from device 1 and as many from device 0.
+  // kernel loads `peer_loads` floats from device 1 and as many from device 0,
+  // and `other_loads` from `other`.
   void launch(CUcontext context, api::stream_handle stream, std::uint64_t correlation,
-              std::uint32_t peer_loads) {
+              std::uint32_t peer_loads, std::uint64_t other = 0, std::uint32_t other_loads = 0) {
     api::launch_data data{};
     data.context = context;
     data.stream_handle_ = stream;
@@ -108,23 +129,33 @@ class process {
       ferret::testing::count_access(*given, kernel_pc + 0x80, peer_buffer + 4 * i, 4, FERRET_PEER_FLAG_READ);
       ferret::testing::count_access(*given, kernel_pc + 0x90, local_buffer + 4 * i, 4, FERRET_PEER_FLAG_READ);
     }
+    for (std::uint32_t i = 0; i < other_loads; ++i)
+      ferret::testing::count_access(*given, kernel_pc + 0xa0, other + 4 * i, 4, FERRET_PEER_FLAG_READ);
   }
-  // Bytes loaded from device 1 per launch call, of the launches read back
-  // since the last call; `collect`: the drain's read-back first.
-  std::map<std::uint64_t, std::uint64_t> peer_bytes(bool collect = true) {
+  // Bytes loaded per launch call and device reached, of the launches read
+  // back since the last call; `collect`: the drain's read-back first.
+  std::map<std::pair<std::uint64_t, std::int32_t>, std::uint64_t> bytes(bool collect = true) {
     if (collect) counter_->collect(false);
     std::vector<ferret::runtime::gpu_remote_access_batch> batches;
     counter_->hand_over(batches);
-    std::map<std::uint64_t, std::uint64_t> bytes;
+    std::map<std::pair<std::uint64_t, std::int32_t>, std::uint64_t> loaded;
     for (const auto& batch : batches) {
       CHECK(std::string{batch.function} == kernel_name);
       for (const auto& access : batch.accesses) {
-        CHECK(access.target_device == 1);
-        CHECK(access.pc_offset == 0x80);
-        bytes[batch.correlation] += access.bytes;
+        CHECK(access.pc_offset == (access.target_device == 1 ? 0x80 : 0xa0));
+        loaded[{batch.correlation, access.target_device}] += access.bytes;
       }
     }
-    return bytes;
+    return loaded;
+  }
+  // Those loaded from device 1, per launch call.
+  std::map<std::uint64_t, std::uint64_t> peer_bytes(bool collect = true) {
+    std::map<std::uint64_t, std::uint64_t> from_peer;
+    for (const auto& [key, loaded] : bytes(collect)) {
+      CHECK(key.second == 1);
+      from_peer[key.first] += loaded;
+    }
+    return from_peer;
   }
   std::int64_t metadata(const std::string& key) const {
     ferret::runtime::metadata_list list;
@@ -217,4 +248,52 @@ TEST_CASE("a context going waits for the launches of it that the drain is readin
   fake_sanitizer_read_back_takes(0);
   CHECK(drained == bytes_by_call{{1, 40}});
   CHECK(p.metadata("peer-access-launches-dropped-read-failed") == 0);
+}
+
+TEST_CASE("host memory registered, or mapped from a cuMemCreate in host memory, is host memory until it goes") {
+  // The sanitizer reports neither (NCCL's shared memory segments and cuMem
+  // host allocations: their accesses were in no range, 2026-11-28).
+  process p;
+  p.create_context(context_a);
+  const std::uint64_t registered = 0x5'0000'0000, mapped = 0x6'0000'0000, device_mapped = 0x7'0000'0000;
+  p.driver_call(CUPTI_DRIVER_TRACE_CBID_cuMemHostRegister_v2,
+                cuMemHostRegister_v2_params{reinterpret_cast<void*>(registered), 4096, 0});
+  p.driver_call(CUPTI_DRIVER_TRACE_CBID_cuMemHostRegister_v2,  // failed: nothing registered
+                cuMemHostRegister_v2_params{reinterpret_cast<void*>(0x8'0000'0000), 4096, 0},
+                CUDA_ERROR_INVALID_VALUE);
+  CUmemAllocationProp host{}, device{};
+  host.location.type = CU_MEM_LOCATION_TYPE_HOST_NUMA;
+  device.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  CUmemGenericAllocationHandle host_handle = 11, device_handle = 12;
+  p.driver_call(CUPTI_DRIVER_TRACE_CBID_cuMemCreate, cuMemCreate_params{&host_handle, 1 << 21, &host, 0});
+  p.driver_call(CUPTI_DRIVER_TRACE_CBID_cuMemCreate, cuMemCreate_params{&device_handle, 1 << 21, &device, 0});
+  p.driver_call(CUPTI_DRIVER_TRACE_CBID_cuMemMap, cuMemMap_params{mapped, 1 << 21, 0, host_handle, 0});
+  p.driver_call(CUPTI_DRIVER_TRACE_CBID_cuMemMap, cuMemMap_params{device_mapped, 1 << 21, 0, device_handle, 0});
+
+  p.launch(context_a, stream_a, 1, 0, registered, 8);
+  p.launch(context_a, stream_a, 2, 0, mapped, 16);
+  p.launch(context_a, stream_a, 3, 0, device_mapped, 4);  // the sanitizer reports device mappings: not here
+  p.launch(context_a, stream_a, 4, 0, 0x8'0000'0000, 2);
+  using key = std::pair<std::uint64_t, std::int32_t>;
+  const std::int32_t host_memory = ferret::runtime::host_memory_device;
+  CHECK(p.bytes() == std::map<key, std::uint64_t>{{{1, host_memory}, 32}, {{2, host_memory}, 64}});
+  CHECK(p.metadata("peer-accesses-dropped-in-no-range") == 4 + 2);
+
+  p.driver_call(CUPTI_DRIVER_TRACE_CBID_cuMemHostUnregister,
+                cuMemHostUnregister_params{reinterpret_cast<void*>(registered)});
+  p.driver_call(CUPTI_DRIVER_TRACE_CBID_cuMemUnmap, cuMemUnmap_params{mapped, 1 << 21});
+  p.launch(context_a, stream_a, 5, 0, registered, 8);
+  p.launch(context_a, stream_a, 6, 0, mapped, 8);
+  CHECK(p.bytes().empty());
+  CHECK(p.metadata("peer-accesses-dropped-in-no-range") == 6 + 16);
+}
+
+TEST_CASE("the handler gets the driver calls it asked for, and not those the counter follows itself") {
+  process p;
+  REQUIRE(p.counter().forward_driver_call(CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2));
+  CHECK_FALSE(p.counter().forward_driver_call(4096));  // beyond the ids the driver has
+  p.driver_call(CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, cuMemAlloc_v2_params{});
+  p.driver_call(CUPTI_DRIVER_TRACE_CBID_cuMemHostUnregister, cuMemHostUnregister_params{});
+  CHECK(g_forwarded_calls ==
+        std::vector<std::uint32_t>{CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2});
 }

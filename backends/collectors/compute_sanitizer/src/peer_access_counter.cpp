@@ -10,6 +10,8 @@
 #include <string_view>
 #include <unordered_set>
 
+#include <cupti.h>  // the driver calls' callback ids and parameters (types only)
+
 #include "peer_access_patch_fatbin.h"  // ferret_peer_access_patch_fatbin: built by nvcc (CMakeLists.txt)
 
 namespace ferret::compute_sanitizer {
@@ -34,6 +36,13 @@ const char* patch_function() {
   }();
   return chosen;
 }
+
+// The driver calls the counter follows itself: host memory the device can reach.
+constexpr std::uint32_t host_memory_calls[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuMemHostRegister, CUPTI_DRIVER_TRACE_CBID_cuMemHostRegister_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemHostUnregister, CUPTI_DRIVER_TRACE_CBID_cuMemCreate,
+    CUPTI_DRIVER_TRACE_CBID_cuMemRelease, CUPTI_DRIVER_TRACE_CBID_cuMemMap,
+    CUPTI_DRIVER_TRACE_CBID_cuMemUnmap};
 
 thread_local std::uint64_t t_launch_correlation = 0;
 // Set while ferret's own sanitizer calls run on this thread: an allocation
@@ -157,6 +166,8 @@ std::unique_ptr<peer_access_counter> peer_access_counter::start(cubin_lines line
     error = fmt::format("the Compute Sanitizer refused its launch callbacks ({})", counter->error_text(result));
     return nullptr;
   }
+  // Refused, host memory they make reachable stays in no range: counted there.
+  for (const std::uint32_t id : host_memory_calls) f.enable_callback(1, counter->subscriber_, api::domain_driver_api, id);
   return counter;
 }
 
@@ -165,7 +176,10 @@ peer_access_counter::peer_access_counter(api::functions functions, cubin_lines l
     : api_(functions), lines_from_cubins_(std::move(lines)), on_driver_call_(on_driver_call) {}
 
 bool peer_access_counter::forward_driver_call(std::uint32_t cbid) {
-  return api_.enable_callback(1, subscriber_, api::domain_driver_api, cbid) == api::success;
+  if (cbid >= most_driver_calls) return false;
+  if (api_.enable_callback(1, subscriber_, api::domain_driver_api, cbid) != api::success) return false;
+  forwarded_[cbid].store(true, std::memory_order_relaxed);
+  return true;
 }
 
 std::uint32_t peer_access_counter::device_of(CUcontext context) const {
@@ -198,8 +212,13 @@ std::string peer_access_counter::error_text(api::result result) const {
 void peer_access_counter::on_callback(void* self, int domain, api::callback_id id, const void* data) {
   auto* counter = static_cast<peer_access_counter*>(self);
   if (domain == api::domain_driver_api) {
-    if (!t_inside_counter && counter->on_driver_call_ != nullptr)
-      counter->on_driver_call_(id, *static_cast<const api::callback_data*>(data));
+    if (t_inside_counter) return;
+    const auto& call = *static_cast<const api::callback_data*>(data);
+    if (std::find(std::begin(host_memory_calls), std::end(host_memory_calls), id) != std::end(host_memory_calls))
+      counter->on_host_memory_call(id, call);
+    if (counter->on_driver_call_ != nullptr && id < most_driver_calls &&
+        counter->forwarded_[id].load(std::memory_order_relaxed))
+      counter->on_driver_call_(id, call);
   } else if (domain == api::domain_resource) {
     counter->on_resource(id, data);
   } else if (domain == api::domain_launch) {
@@ -292,6 +311,56 @@ void peer_access_counter::on_resource(api::callback_id id, const void* data) {
       ranges_.released(memory.address);
       break;
     }
+    default: break;
+  }
+}
+
+void peer_access_counter::on_host_memory_call(api::callback_id id, const api::callback_data& call) {
+  if (call.callback_site != api::api_exit || call.function_params == nullptr ||
+      call.function_return_value == nullptr ||
+      *static_cast<const CUresult*>(call.function_return_value) != CUDA_SUCCESS)
+    return;
+  const auto host_location = [](CUmemLocationType type) {
+    return type == CU_MEM_LOCATION_TYPE_HOST || type == CU_MEM_LOCATION_TYPE_HOST_NUMA ||
+           type == CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT;
+  };
+  const void* params = call.function_params;
+  std::lock_guard lock{mutex_};
+  const auto map_host = [this](std::uint64_t address, std::uint64_t bytes) {
+    peer_views_.erase(address);
+    ranges_.allocated(address, bytes, runtime::host_memory_device);
+    host_mappings_.insert(address);
+  };
+  const auto unmap_host = [this](std::uint64_t address) {
+    if (host_mappings_.erase(address) != 0) ranges_.released(address);
+  };
+  switch (id) {
+    case CUPTI_DRIVER_TRACE_CBID_cuMemHostRegister:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemHostRegister_v2: {
+      const auto& p = *static_cast<const cuMemHostRegister_v2_params*>(params);
+      map_host(reinterpret_cast<std::uint64_t>(p.p), p.bytesize);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemHostUnregister:
+      unmap_host(reinterpret_cast<std::uint64_t>(static_cast<const cuMemHostUnregister_params*>(params)->p));
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemCreate: {
+      const auto& p = *static_cast<const cuMemCreate_params*>(params);
+      if (p.handle != nullptr && p.prop != nullptr && host_location(p.prop->location.type))
+        host_handles_.insert(*p.handle);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemRelease:
+      host_handles_.erase(static_cast<const cuMemRelease_params*>(params)->handle);
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemMap: {
+      const auto& p = *static_cast<const cuMemMap_params*>(params);
+      if (host_handles_.count(p.handle) != 0) map_host(p.ptr, p.size);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemUnmap:
+      unmap_host(static_cast<const cuMemUnmap_params*>(params)->ptr);
+      break;
     default: break;
   }
 }

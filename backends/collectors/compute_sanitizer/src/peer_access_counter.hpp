@@ -23,12 +23,19 @@
 //   no slot free, a stream or context going:
 //     read back its launches there
 //
+// Host memory the sanitizer does not report is taken from the driver calls
+// that make it reachable from the device: cuMemHostRegister (NCCL's shared
+// memory segments) and cuMemMap of a handle cuMemCreate made in host memory
+// (NCCL's cuMem host allocations).
+//
 // Counted: kernels launched through the launch APIs. Not yet: kernels replayed
 // from CUDA graphs (their launches carry no counter slot, the patch returns at
 // once), accesses in device functions the kernel calls without inlining
 // (counted as outside functions).
 #pragma once
 
+#include <array>
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -101,6 +108,7 @@ class peer_access_counter {
   peer_access_counter(api::functions functions, cubin_lines lines, driver_call_handler on_driver_call);
   static void on_callback(void* self, int domain, api::callback_id id, const void* data);
   void on_resource(api::callback_id id, const void* data);
+  void on_host_memory_call(api::callback_id id, const api::callback_data& call);
   void on_launch_begin(const api::launch_data& launch);
   void module_loaded(const api::resource_module_data& module);
   // Maps the code addresses of a module's functions not yet mapped (lazily
@@ -134,6 +142,10 @@ class peer_access_counter {
   std::condition_variable launches_finished_;  // a context's in_hands went to 0
   memory_ranges ranges_;
   std::unordered_set<std::uint64_t> peer_views_;  // ranges_ entries taken from peer views
+  std::unordered_set<std::uint64_t> host_mappings_;  // ranges_ entries taken from host memory calls
+  std::unordered_set<CUmemGenericAllocationHandle> host_handles_;  // cuMemCreate'd in host memory
+  static constexpr std::uint32_t most_driver_calls = 1024;
+  std::array<std::atomic<bool>, most_driver_calls> forwarded_{};  // by callback id
   std::unordered_map<CUcontext, std::unique_ptr<context_state>> contexts_;
   std::unordered_map<std::uint64_t, std::string> cubins_;  // with line information, by module id
   std::unordered_map<CUmodule, std::uint64_t> module_ids_;

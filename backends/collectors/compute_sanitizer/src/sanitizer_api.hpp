@@ -53,6 +53,7 @@ inline constexpr std::uint32_t memory_flag_peer = 0x10;
 
 // Sanitizer_ApiCallbackSite
 inline constexpr int api_enter = 0;
+inline constexpr int api_exit = 1;
 
 struct callback_data {  // Sanitizer_CallbackData
   int callback_site;    // Sanitizer_ApiCallbackSite
