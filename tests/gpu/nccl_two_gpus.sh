@@ -1,14 +1,25 @@
 #!/usr/bin/env bash
 # nccl_two_gpus.sh [BUILD [WORK]]: NCCL all-reduce and all-gather between two
-# ranks through ferret-run, (1) one process driving both GPUs, (2) one process
-# per GPU, (3) a PyTorch DDP step (nccl_torch_ddp.py, when PyTorch is there);
-# each trace checked by nccl_check.py. Exit 77 with fewer than 2 GPUs.
+# ranks through ferret-run, (1) one process driving both GPUs, also counted
+# (nccl_peer_accesses_check.py), (2) one process per GPU, (3) a PyTorch DDP
+# step (nccl_torch_ddp.py, when PyTorch is there); each trace checked by
+# nccl_check.py. Exit 77 with fewer than 2 GPUs.
 source "$(dirname "$0")/nccl_common.sh"
 ((gpus >= 2)) || { echo "nccl two GPUs: skipped ($gpus GPU(s))"; exit 77; }
 failed=0
 traced devices devices
 echo "nccl two GPUs, one process: status $? (log: $work/devices.log)"
 python3 "$here/nccl_check.py" devices "$work/devices.json" "$work/devices.log" || failed=1
+
+# The same counted (FERRET_CUDA_PEER_ACCESSES=1): the bytes NCCL's kernels
+# store to the peer against the ring's volume, nothing in no range.
+if [[ -f /usr/local/cuda/compute-sanitizer/libsanitizer-public.so ]]; then
+  FERRET_CUDA_PEER_ACCESSES=1 traced counted devices
+  echo "nccl two GPUs, counted: status $? (log: $work/counted.log)"
+  python3 "$here/nccl_peer_accesses_check.py" "$work/counted.json" || failed=1
+else
+  echo "nccl two GPUs, counted: skipped (no Compute Sanitizer)"
+fi
 
 rm -f "$work/unique-id"
 mkdir -p "$work/ranks"
