@@ -89,7 +89,7 @@ void runtime_state::snapshot_threads(session& s) {
   }
 }
 
-bool runtime_state::drain_thread(session& s, session::thread_snapshot& snapshot,
+bool runtime_state::drain_thread(session& s, const session::thread_snapshot& snapshot,
                                  std::optional<std::int64_t> exit_ns) {
   thread_state& state = *snapshot.state;
   const std::vector<chunk*>& chunks = snapshot.chunks;
@@ -484,7 +484,7 @@ void runtime_state::drain_locked(session& s, bool final) {
   // Regions still open at the end are ended then (not before their thread's last event).
   std::optional<std::int64_t> exit_ns;
   if (final) exit_ns = s.clock.to_ns(s.clock.read());
-  for (session::thread_snapshot& snapshot : s.thread_snapshots) {
+  for (const session::thread_snapshot& snapshot : s.thread_snapshots) {
     if (!drain_thread(s, snapshot, exit_ns)) continue;
     thread_state* const state = snapshot.state;
     // Retired and emptied: nobody refers to it any more.

@@ -500,7 +500,7 @@ class runtime_state {
   void deliver_metric_intervals(session& s);
   void deliver_communication(session& s);
   void snapshot_threads(session& s);
-  bool drain_thread(session& s, session::thread_snapshot& snapshot, std::optional<std::int64_t> exit_ns);
+  bool drain_thread(session& s, const session::thread_snapshot& snapshot, std::optional<std::int64_t> exit_ns);
   // The uncommon cases of nesting (see record in backend.hpp), on state.context.
   // They return where the next record of `first`'s batch goes.
   record* begin_region_slowly(session& s, thread_state& state, const name_info* name,
