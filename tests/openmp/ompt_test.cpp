@@ -330,8 +330,29 @@ TEST_CASE("ferret_run: unmodified binary through ferret-run (OMP_TOOL_LIBRARIES)
   CHECK(check.ok());
   std::ifstream in{trace};
   const json parsed = json::parse(in);
-  CHECK(openmp_slices(parsed, "parallel") == 1);
-  CHECK(counter_values(parsed, "team size") == std::vector<double>{2});
+  CHECK(openmp_slices(parsed, "parallel") == 2);
+  CHECK(counter_values(parsed, "team size") == std::vector<double>{2, 2});
+  // The worker's implicit tasks, barriers and waits lie within the parallel
+  // regions of the primary thread: libomp reports the end of a worker's join
+  // barrier only at the next region (here 50 ms of serial code later) or at
+  // its shutdown, after ferret's exit; they end when the primary thread left
+  // the barrier, and none is left open at exit.
+  const auto parallels = events(parsed, "X", "parallel");
+  REQUIRE(parallels.size() == 2);
+  std::size_t worker_slices = 0;
+  for (const char* name : {"implicit task", "implicit barrier", "implicit barrier wait"})
+    for (const json& slice : events(parsed, "X", name)) {
+      if (slice["tid"] == parallels[0]["tid"]) continue;
+      ++worker_slices;
+      const double begin = slice["ts"].get<double>(), end = begin + slice["dur"].get<double>();
+      const bool within = std::any_of(parallels.begin(), parallels.end(), [&](const json& parallel) {
+        const double from = parallel["ts"].get<double>(), to = from + parallel["dur"].get<double>();
+        return from <= begin && end <= to + 0.001;
+      });
+      CHECK_MESSAGE(within, name << " of the worker at " << begin << "-" << end << " us");
+    }
+  CHECK(worker_slices == 6);
+  CHECK(metadata_count(parsed, "unfinished-regions") == 0);
 }
 
 #ifdef FERRET_OMPT_PLAIN_TARGET_PROGRAM

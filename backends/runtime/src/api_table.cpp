@@ -177,6 +177,20 @@ std::int64_t monotonic_raw_ns() noexcept {
 
 std::uint64_t clock_reading() noexcept { return internal::rt().clock_reading(); }
 
+void set_thread_idle_since(std::uint64_t tid, std::uint64_t time) noexcept {
+  // Called from a collector's collect(), inside the drain: runtime code
+  // already, so not through guarded(), which would take it for a reentry.
+  try {
+    internal::rt().set_thread_idle_since(tid, time);
+  } catch (...) {
+  }
+}
+
+void write_event_at(detail::thread_buffer** slot, std::uint64_t word, std::uint64_t time) noexcept {
+  if (internal::t_runtime_busy != 0) return internal::rt().drop_reentrant();
+  internal::guarded([&] { internal::rt().write(slot, word, 0, 1, &time); });
+}
+
 bool register_collector(collector* source) {
   return internal::rt().add_collector(source);
 }

@@ -210,10 +210,14 @@ bool runtime_state::drain_thread(session& s, const session::thread_snapshot& sna
       state.drained = nullptr;
     }
   }
-  if (retired)
+  if (retired) {
     end_open_regions(s, state, thread, s.clock.to_ns(exit_raw));
-  else if (exit_ns)
-    end_open_regions(s, state, thread, *exit_ns);
+  } else if (exit_ns) {
+    if (const std::uint64_t idle = state.idle_since.load(std::memory_order_relaxed); idle != 0)
+      end_open_regions(s, state, thread, s.clock.to_ns(idle), region_close::by_program);
+    else
+      end_open_regions(s, state, thread, *exit_ns);
+  }
   return retired;
 }
 
@@ -280,15 +284,15 @@ record* runtime_state::end_region_slowly(session& s, thread_state& state, const 
 }
 
 void runtime_state::end_open_regions(session& s, thread_state& state, const thread_info& thread,
-                                     std::int64_t time_ns) {
+                                     std::int64_t time_ns, region_close closed) {
   state.hidden_open = 0;  // their ends never come
   if (state.context == nullptr || state.context->parent == nullptr) return;
   // Not before the thread's last event (another thread may run on at the final drain).
   time_ns = std::max(time_ns, state.last_ns);
   std::vector<record> ends;
   for (const context_node* open = state.context; open->parent != nullptr; open = open->parent)
-    ends.push_back(record{time_ns, record_kind::region_end, region_close::at_exit, open->name, 0.0});
-  s.unfinished_regions += ends.size();
+    ends.push_back(record{time_ns, record_kind::region_end, closed, open->name, 0.0});
+  if (closed == region_close::at_exit) s.unfinished_regions += ends.size();
   state.context = s.contexts.root();
   state.open_names.clear();
   state.names_counted = false;

@@ -183,7 +183,7 @@ void runtime_state::drop_reentrant() noexcept {
 }
 
 void runtime_state::write(thread_buffer** slot, std::uint64_t word, std::uint64_t extra,
-                          unsigned slots) {
+                          unsigned slots, const std::uint64_t* time) {
   thread_state* state = bind(slot);
   if (state == nullptr || !recording_requested_.load(std::memory_order_relaxed)) return;
   session& s = *t_owner;
@@ -196,12 +196,20 @@ void runtime_state::write(thread_buffer** slot, std::uint64_t word, std::uint64_
     }
     at = position.load(std::memory_order_relaxed);
   }
-  const std::uint64_t raw = s.clock.read();
+  const std::uint64_t raw = time != nullptr ? *time : s.clock.read();
   at->time_lo = static_cast<std::uint32_t>(raw);
   at->time_hi = static_cast<std::uint32_t>(raw >> 32);
   at->word = word;
   if (slots == 2) at[1] = event{0, 0, extra};
   position.store(at + slots, std::memory_order_release);
+}
+
+void runtime_state::set_thread_idle_since(std::uint64_t tid, std::uint64_t time) {
+  session* s = current_.load(std::memory_order_acquire);
+  if (s == nullptr) return;
+  std::lock_guard lock{s->threads_mutex};
+  for (thread_state* state : s->threads)
+    if (state->tid == tid) state->idle_since.store(time, std::memory_order_relaxed);
 }
 
 void runtime_state::retire(thread_state& state) {

@@ -166,6 +166,9 @@ struct thread_state : thread_buffer {
   std::string name;
   bool retired = false;
   std::uint64_t exit_raw = 0;  // clock reading when the thread exited (retired only)
+  // A collector's word that the regions the thread has open at exit ended
+  // then (a clock reading; 0: not known): runtime::set_thread_idle_since.
+  std::atomic<std::uint64_t> idle_since{0};
 
   // Drainer only: consumed up to here in the oldest chunk (nullptr: its begin),
   // and the calling context after the last drained event (nullptr: the root).
@@ -432,7 +435,9 @@ class runtime_state {
 
   const detail::runtime_api* attach(std::atomic<std::uint8_t>* flag);
   void detach(std::atomic<std::uint8_t>* flag);
-  void write(thread_buffer** slot, std::uint64_t word, std::uint64_t extra, unsigned slots);
+  // `time`: a clock_reading() taken earlier, else (nullptr) now.
+  void write(thread_buffer** slot, std::uint64_t word, std::uint64_t extra, unsigned slots,
+             const std::uint64_t* time = nullptr);
   // An annotation that found the runtime busy on its thread: counted, not written.
   void drop_reentrant() noexcept;
   const site* intern_literal(thread_buffer** slot, const char* literal, const char* domain);
@@ -449,6 +454,7 @@ class runtime_state {
   std::optional<data_object_info> find_object(const void* address);
   data_object_ref find_object_ref(const void* address);
   std::uint64_t clock_reading() noexcept;
+  void set_thread_idle_since(std::uint64_t tid, std::uint64_t time);
   std::uint64_t register_allocation(std::string_view api, std::uint64_t correlation,
                                     const void* address, std::size_t bytes, memory_kind memory,
                                     int device);
@@ -507,8 +513,10 @@ class runtime_state {
                               std::int64_t time_ns, record* out);
   record* end_region_slowly(session& s, thread_state& state, const thread_info& thread,
                             const name_info* name, std::int64_t time_ns, record* first, record* out);
+  // `closed`: at_exit (counted as unfinished), or by_program when a collector
+  // said when they ended.
   void end_open_regions(session& s, thread_state& state, const thread_info& thread,
-                        std::int64_t time_ns);
+                        std::int64_t time_ns, region_close closed = region_close::at_exit);
   const context_node* launch_context(session& s, thread_state& state, const std::string& thread_name);
   const name_info* name_of(session& s, const site* record_site);
   void drainer_loop(session& s);

@@ -14,11 +14,23 @@
 // Every callback does constant work: a per-thread cache lookup for the site,
 // a push or pop on a per-thread stack of open regions, one or two buffer
 // writes. No lock and no allocation, except on the first sight of a construct
-// by a thread (site registry) and for target data operations, which hand
-// their activity to the collector under its mutex.
+// by a thread (site registry), one small record per parallel region (its join
+// time, below), and for target data operations, which hand their activity to
+// the collector under its mutex.
+//
+// The join barrier's end on a worker: libomp (LLVM 19, also Intel's) reports
+// it, and the end of the worker's implicit task, only when the worker is
+// released for its next parallel region (or at the runtime's shutdown), so a
+// worker would seem to wait in each region's barrier through the serial code
+// after it. The team's primary thread leaves the join barrier when every
+// thread has arrived: its time is kept in the team's record, and a worker's
+// late ends are written at that time (runtime::write_event_at).
 #include <omp-tools.h>
 #include <dlfcn.h>
 #include <pthread.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <time.h>
 
 #include <fmt/format.h>
@@ -85,6 +97,32 @@ struct thread_regions {
   unsigned depth = 0;
 };
 
+// A team of a parallel region, shared by its threads through the parallel's
+// and the implicit tasks' ompt_data_t: when the primary thread left the join
+// barrier. Freed by the last of the parallel region and its implicit tasks.
+struct team_record {
+  const void* primary;  // the primary thread's thread_state
+  std::atomic<std::uint64_t> join_end{0};  // runtime::clock_reading(); 0 until then
+  std::atomic<unsigned> references{1};     // the parallel region's, then one per implicit task
+
+  void release() {
+    if (references.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+  }
+};
+
+// libomp hands a parallel region's data to the team's threads through a copy
+// in its own memory, synchronised by the fork in code that ThreadSanitizer
+// does not see: the record's handover says so itself.
+#if defined(__SANITIZE_THREAD__)
+extern "C" void __tsan_acquire(void* address);
+extern "C" void __tsan_release(void* address);
+void handed_to_team(team_record* team) { __tsan_release(team); }
+void taken_from_team(team_record* team) { __tsan_acquire(team); }
+#else
+void handed_to_team(team_record*) {}
+void taken_from_team(team_record*) {}
+#endif
+
 // A thread's state lives on the heap, allocated at its first callback, and
 // is reached through one initial-exec TLS pointer (a single %fs-relative
 // load): the library may be dlopen'ed (OMP_TOOL_LIBRARIES), where static TLS
@@ -93,7 +131,20 @@ struct thread_regions {
 struct thread_state {
   thread_regions regions;
   code_sites::site_cache sites;
+  std::uint64_t tid = static_cast<std::uint64_t>(::syscall(SYS_gettid));
+  // A worker's team from its arrival at the join barrier until libomp reports
+  // the barrier's end (the implicit task's reference keeps it): parked there
+  // at exit, its regions end with the team's (set_thread_idle_since).
+  std::atomic<team_record*> parked_in{nullptr};
 };
+
+// Set while the final drain reads the parked workers' teams: a worker leaving
+// its barrier then waits before it lets go of its team (see unpark).
+std::atomic<bool> g_reading_parked{false};
+
+// Every thread's state, for the final drain (parked workers).
+std::mutex g_states_mutex;
+std::vector<thread_state*>* g_states = new std::vector<thread_state*>;  // leaked: read at exit
 FERRET_TLS_MODEL thread_local thread_state* t_state = nullptr;
 
 pthread_key_t g_state_key;
@@ -103,11 +154,20 @@ FERRET_NOINLINE thread_state* create_thread_state() noexcept {
   pthread_once(&g_state_key_once, [] {
     pthread_key_create(&g_state_key, [](void* state) {
       t_state = nullptr;
-      delete static_cast<thread_state*>(state);
+      auto* ending = static_cast<thread_state*>(state);
+      {
+        std::lock_guard lock{g_states_mutex};
+        g_states->erase(std::remove(g_states->begin(), g_states->end(), ending), g_states->end());
+      }
+      delete ending;
     });
   });
   auto* state = new (std::nothrow) thread_state;
-  if (state != nullptr) pthread_setspecific(g_state_key, state);
+  if (state != nullptr) {
+    pthread_setspecific(g_state_key, state);
+    std::lock_guard lock{g_states_mutex};
+    g_states->push_back(state);
+  }
   t_state = state;
   return state;
 }
@@ -175,8 +235,8 @@ class openmp_collector final : public runtime::collector {
   }
 
   // Ends the most recent open region of `kind` (copied to `ended`); false if
-  // the thread has none open.
-  bool end(scope kind, open_region* ended = nullptr) {
+  // the thread has none open. `time`: when it ended (a clock_reading()), else now.
+  bool end(scope kind, open_region* ended = nullptr, std::uint64_t time = 0) {
     thread_state* thread = state();
     if (thread == nullptr) return false;
     thread_regions& open = thread->regions;
@@ -190,7 +250,13 @@ class openmp_collector final : public runtime::collector {
     if (at != open.depth) losses_.out_of_order_ends.fetch_add(1, std::memory_order_relaxed);
     std::copy(open.entries + at, open.entries + open.depth, open.entries + at - 1);
     --open.depth;
-    if (region.written) detail::write(detail::word_of(region.site, detail::kind_end));
+    if (region.written) {
+      const std::uint64_t word = detail::word_of(region.site, detail::kind_end);
+      if (time != 0)
+        runtime::write_event_at(&detail::t_buffer, word, time);
+      else
+        detail::write(word);
+    }
     if (ended != nullptr) *ended = region;
     return true;
   }
@@ -235,6 +301,9 @@ class openmp_collector final : public runtime::collector {
 
   // At exit: a tracing run whose OpenMP runtime never started the tool.
   void say_why_not_started();
+  // At exit: workers parked in a join barrier whose end libomp has not
+  // reported went idle when their team's primary thread left it.
+  void say_when_parked_workers_went_idle();
 
  private:
   openmp_collector() = default;
@@ -360,8 +429,10 @@ const char* mutex_label(ompt_mutex_t kind, bool wait) {
 // Explicit tasks keep their site in the task's data (set at creation, read
 // where the task runs: another thread, synchronised by the runtime in code
 // that ThreadSanitizer does not see, hence atomic accesses). The low bits say
-// whether the task's region is open.
+// whether the task's region is open. Implicit tasks keep their team's record,
+// tagged: a task switch back to an implicit task opens no region.
 constexpr std::uint64_t task_started = 1;
+constexpr std::uint64_t implicit_task_team = 2;
 constexpr std::uint64_t task_flag_bits = 7;
 
 std::uint64_t load_task(const ompt_data_t* data) {
@@ -380,21 +451,55 @@ void on_thread_begin(ompt_thread_t type, ompt_data_t* /*thread_data*/) {
   ferret::set_thread_name(name);
 }
 
+// The team of an implicit task (set at its begin), or nullptr.
+team_record* team_of(const ompt_data_t* task) {
+  const std::uint64_t value = task != nullptr ? load_task(task) : 0;
+  return (value & implicit_task_team) != 0 ? reinterpret_cast<team_record*>(value & ~task_flag_bits) : nullptr;
+}
+
+// When a worker's late end of its join barrier (or of its implicit task)
+// happened: when the primary thread left that barrier, if it has; 0 (now)
+// otherwise.
+std::uint64_t worker_join_end(const ompt_data_t* task) {
+  const team_record* team = team_of(task);
+  thread_state* thread = t_state;
+  if (team == nullptr || thread == nullptr || team->primary == thread) return 0;
+  const std::uint64_t join_end = team->join_end.load(std::memory_order_acquire);
+  return join_end;  // after the worker's arrival: the barrier ended once all had arrived
+}
+
+// A worker leaves its join barrier, before it lets go of its team: not while
+// the final drain reads the team (either the drain sees it gone, or it waits).
+void unpark(thread_state* thread) {
+  if (thread == nullptr) return;
+  thread->parked_in.store(nullptr, std::memory_order_seq_cst);
+  while (g_reading_parked.load(std::memory_order_seq_cst)) sched_yield();
+}
+
 void on_parallel_begin(ompt_data_t* /*encountering_task*/, const ompt_frame_t* /*frame*/,
-                       ompt_data_t* /*parallel*/, unsigned int /*requested*/, int flags,
+                       ompt_data_t* parallel, unsigned int /*requested*/, int flags,
                        const void* codeptr) {
   const bool league = (flags & ompt_parallel_league) != 0;
-  collector().begin(scope::parallel, collector().site_for(league ? "teams" : "parallel", codeptr));
+  openmp_collector& c = collector();
+  c.begin(scope::parallel, c.site_for(league ? "teams" : "parallel", codeptr));
+  if (parallel == nullptr) return;
+  auto* team = new (std::nothrow) team_record{c.state(), {0}, {1}};
+  if (team != nullptr) handed_to_team(team);
+  store_task(parallel, reinterpret_cast<std::uint64_t>(team));
 }
 
-void on_parallel_end(ompt_data_t* /*parallel*/, ompt_data_t* /*encountering_task*/, int /*flags*/,
+void on_parallel_end(ompt_data_t* parallel, ompt_data_t* /*encountering_task*/, int /*flags*/,
                      const void* /*codeptr*/) {
   collector().end(scope::parallel);
+  if (parallel == nullptr) return;
+  if (auto* team = reinterpret_cast<team_record*>(load_task(parallel))) {
+    store_task(parallel, 0);
+    team->release();
+  }
 }
 
-void on_implicit_task(ompt_scope_endpoint_t endpoint, ompt_data_t* /*parallel*/,
-                      ompt_data_t* /*task*/, unsigned int actual_parallelism, unsigned int index,
-                      int flags) {
+void on_implicit_task(ompt_scope_endpoint_t endpoint, ompt_data_t* parallel, ompt_data_t* task,
+                      unsigned int actual_parallelism, unsigned int index, int flags) {
   // The initial task spans the program: nothing to show.
   if ((flags & ompt_task_initial) != 0) return;
   openmp_collector& c = collector();
@@ -403,8 +508,19 @@ void on_implicit_task(ompt_scope_endpoint_t endpoint, ompt_data_t* /*parallel*/,
     c.begin(scope::implicit_task, c.site_for(label, nullptr));
     // The team's size, once per team (by its primary thread).
     if (index == 0) c.sample(c.team_size_counter(), actual_parallelism);
+    auto* team = parallel != nullptr ? reinterpret_cast<team_record*>(load_task(parallel)) : nullptr;
+    if (team != nullptr && task != nullptr) {
+      taken_from_team(team);
+      team->references.fetch_add(1, std::memory_order_relaxed);
+      store_task(task, reinterpret_cast<std::uint64_t>(team) | implicit_task_team);
+    }
   } else {
-    c.end(scope::implicit_task);
+    c.end(scope::implicit_task, nullptr, worker_join_end(task));
+    if (team_record* team = team_of(task)) {
+      if (team->primary != t_state) unpark(t_state);
+      store_task(task, 0);
+      team->release();
+    }
   }
 }
 
@@ -427,21 +543,35 @@ void on_masked(ompt_scope_endpoint_t endpoint, ompt_data_t* /*parallel*/, ompt_d
 }
 
 void on_sync_region(ompt_sync_region_t kind, ompt_scope_endpoint_t endpoint,
-                    ompt_data_t* /*parallel*/, ompt_data_t* /*task*/, const void* codeptr) {
+                    ompt_data_t* /*parallel*/, ompt_data_t* task, const void* codeptr) {
   openmp_collector& c = collector();
   if (endpoint == ompt_scope_begin)
     c.begin(scope::sync, c.site_for(sync_label(kind, false), codeptr));
   else
-    c.end(scope::sync);
+    c.end(scope::sync, nullptr, kind == ompt_sync_region_barrier_implicit_parallel ? worker_join_end(task) : 0);
 }
 
 void on_sync_region_wait(ompt_sync_region_t kind, ompt_scope_endpoint_t endpoint,
-                         ompt_data_t* /*parallel*/, ompt_data_t* /*task*/, const void* codeptr) {
+                         ompt_data_t* /*parallel*/, ompt_data_t* task, const void* codeptr) {
   openmp_collector& c = collector();
-  if (endpoint == ompt_scope_begin)
+  const bool join = kind == ompt_sync_region_barrier_implicit_parallel;
+  if (endpoint == ompt_scope_begin) {
     c.begin(scope::sync_wait, c.site_for(sync_label(kind, true), codeptr));
-  else
+    thread_state* thread = t_state;
+    if (join && thread != nullptr) {
+      team_record* team = team_of(task);
+      if (team != nullptr && team->primary != thread) thread->parked_in.store(team, std::memory_order_release);
+    }
+    return;
+  }
+  team_record* team = join ? team_of(task) : nullptr;
+  if (team != nullptr && team->primary == t_state) {
+    // Every thread of the team has arrived: the join barrier's end for all of them.
+    team->join_end.store(runtime::clock_reading(), std::memory_order_release);
     c.end(scope::sync_wait);
+    return;
+  }
+  c.end(scope::sync_wait, nullptr, join ? worker_join_end(task) : 0);
 }
 
 void on_task_create(ompt_data_t* /*encountering_task*/, const ompt_frame_t* /*frame*/,
@@ -463,12 +593,12 @@ void on_task_schedule(ompt_data_t* prior_task, ompt_task_status_t prior_status,
                           prior_status == ompt_task_late_fulfill;
   if (prior_done && prior_task != nullptr) {
     const std::uint64_t value = load_task(prior_task);
-    if ((value & task_started) != 0) {
+    if ((value & implicit_task_team) == 0 && (value & task_started) != 0) {
       c.end(scope::task);
       store_task(prior_task, value & ~task_flag_bits);
     }
   }
-  if (next_task != nullptr) {
+  if (next_task != nullptr && (load_task(next_task) & implicit_task_team) == 0) {
     const std::uint64_t value = load_task(next_task);
     const auto* site = reinterpret_cast<const detail::site*>(value & ~task_flag_bits);
     if (site != nullptr && (value & task_started) == 0) {
@@ -792,6 +922,17 @@ void openmp_collector::trace_buffer_completed(int device_num, ompt_buffer_t* buf
 // ---------------------------------------------------------------------------
 // Collector
 
+void openmp_collector::say_when_parked_workers_went_idle() {
+  std::lock_guard lock{g_states_mutex};
+  g_reading_parked.store(true, std::memory_order_seq_cst);
+  for (thread_state* thread : *g_states) {
+    const team_record* team = thread->parked_in.load(std::memory_order_seq_cst);
+    const std::uint64_t join_end = team != nullptr ? team->join_end.load(std::memory_order_acquire) : 0;
+    if (join_end != 0) runtime::set_thread_idle_since(thread->tid, join_end);
+  }
+  g_reading_parked.store(false, std::memory_order_seq_cst);
+}
+
 void openmp_collector::collect(std::vector<gpu_activity>& activities,
                                std::vector<gpu_device_info>& new_devices, bool final) {
   if (abandoned_.load()) return;
@@ -804,6 +945,7 @@ void openmp_collector::collect(std::vector<gpu_activity>& activities,
       if (state.traced && state.flush_trace != nullptr) traced.push_back(state);
   }
   for (const device_state& state : traced) state.flush_trace(state.device);
+  if (final) say_when_parked_workers_went_idle();
   std::lock_guard lock{devices_mutex_};
   activities.insert(activities.end(), completed_.begin(), completed_.end());
   completed_.clear();

@@ -156,6 +156,20 @@ FERRET_EXPORT std::int64_t monotonic_raw_ns() noexcept;
 /// session): events stamped with it order exactly with the regions around them.
 FERRET_EXPORT std::uint64_t clock_reading() noexcept;
 
+/// Appends one event (a region's begin or end, a mark) to the calling thread's
+/// buffer with `time`, a clock_reading() taken earlier, for a collector that
+/// learns when something happened only later (OMPT's ends of a worker's join
+/// barrier). `slot` is the collector's own thread slot (&detail::t_buffer);
+/// `time` must not be earlier than the thread's last event.
+FERRET_EXPORT void write_event_at(detail::thread_buffer** slot, std::uint64_t word, std::uint64_t time) noexcept;
+
+/// For the final drain (call it from collect() with `final`): the regions
+/// thread `tid` still has open at exit ended at `time` (a clock_reading()),
+/// not at exit, and are not counted as unfinished: a collector that knows when
+/// the thread went idle says so (OMPT: a worker parked in the join barrier of
+/// its last parallel region, whose end libomp reports only at its shutdown).
+FERRET_EXPORT void set_thread_idle_since(std::uint64_t tid, std::uint64_t time) noexcept;
+
 /// Adds a collector to the current session (it must outlive the process;
 /// collectors are never removed). Returns false without a session.
 FERRET_EXPORT bool register_collector(collector* source);
