@@ -296,9 +296,8 @@ void peer_access_counter::on_resource(api::callback_id id, const void* data) {
       }
       const bool host = id == api::host_memory_alloc || (memory.flags & api::memory_flag_managed) != 0;
       std::lock_guard lock{mutex_};
-      peer_views_.erase(memory.address);  // a view it replaces
-      ranges_.allocated(memory.address, memory.size,
-                        host ? runtime::host_memory_device : static_cast<std::int32_t>(memory.device));
+      own_range(memory.address, memory.size,
+                host ? runtime::host_memory_device : static_cast<std::int32_t>(memory.device));
       break;
     }
     case api::device_memory_free:
@@ -315,6 +314,11 @@ void peer_access_counter::on_resource(api::callback_id id, const void* data) {
   }
 }
 
+void peer_access_counter::own_range(std::uint64_t address, std::uint64_t bytes, std::int32_t device) {
+  peer_views_.erase(address);
+  ranges_.allocated(address, bytes, device);
+}
+
 void peer_access_counter::on_host_memory_call(api::callback_id id, const api::callback_data& call) {
   if (call.callback_site != api::api_exit || call.function_params == nullptr ||
       call.function_return_value == nullptr ||
@@ -327,8 +331,7 @@ void peer_access_counter::on_host_memory_call(api::callback_id id, const api::ca
   const void* params = call.function_params;
   std::lock_guard lock{mutex_};
   const auto map_host = [this](std::uint64_t address, std::uint64_t bytes) {
-    peer_views_.erase(address);
-    ranges_.allocated(address, bytes, runtime::host_memory_device);
+    own_range(address, bytes, runtime::host_memory_device);
     host_mappings_.insert(address);
   };
   const auto unmap_host = [this](std::uint64_t address) {

@@ -126,6 +126,9 @@ class peer_access_counter {
   void finish(std::vector<launch_in_flight>& launches);
   device_table* current_table(context_state& state, api::stream_handle stream);  // under mutex_
   void release_tables(context_state& state);  // under mutex_
+  // A range the process owns (an allocation, or host memory mapped for the
+  // devices): it replaces any peer view recorded at its address. Under mutex_.
+  void own_range(std::uint64_t address, std::uint64_t bytes, std::int32_t device);
   enum class read_result { counters, no_counter_used, failed };
   // Copies a launch's counters back (without mutex_: it waits for the kernel).
   read_result read_back(const launch_in_flight& launch, std::vector<ferret_peer_counter>& counters,

@@ -31,7 +31,6 @@
 #include <sched.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-#include <time.h>
 
 #include <fmt/format.h>
 
@@ -55,12 +54,7 @@ namespace {
 
 using runtime::gpu_activity;
 using runtime::gpu_device_info;
-
-std::int64_t monotonic_raw_ns() noexcept {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
-  return static_cast<std::int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
+using runtime::monotonic_raw_ns;
 
 // What an open region is, so that an end finds its begin even when the
 // runtime passes a different code address (or none) at the end.
@@ -464,8 +458,8 @@ std::uint64_t worker_join_end(const ompt_data_t* task) {
   const team_record* team = team_of(task);
   thread_state* thread = t_state;
   if (team == nullptr || thread == nullptr || team->primary == thread) return 0;
-  const std::uint64_t join_end = team->join_end.load(std::memory_order_acquire);
-  return join_end;  // after the worker's arrival: the barrier ended once all had arrived
+  // After the worker's arrival: the barrier ended once all had arrived.
+  return team->join_end.load(std::memory_order_acquire);
 }
 
 // A worker leaves its join barrier, before it lets go of its team: not while
