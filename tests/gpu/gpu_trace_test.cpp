@@ -14,7 +14,6 @@
 // every case passes). Doctest's options apply (e.g. -tc="ops*").
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -43,6 +42,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "gpu_test_support.hpp"
 #include "support/run_program.hpp"
 #include "tau_check.hpp"
 #include "trace_check.hpp"
@@ -67,52 +67,6 @@ struct test_setup {
   std::string llvm_libraries;  // FERRET_GPU_TEST_LLVM_LIBS: the LLVM offload runtime's folders
 };
 test_setup setup;
-
-// ---------------------------------------------------------------------------
-// Is there a GPU? Asked of the driver directly: no CUDA runtime in this process.
-
-std::optional<std::string> gpu_unusable_reason(std::string& device_name) {
-  void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (driver == nullptr) return fmt::format("no NVIDIA driver ({})", dlerror());
-  using init_function = int (*)(unsigned);
-  using count_function = int (*)(int*);
-  using device_function = int (*)(int*, int);
-  using name_function = int (*)(char*, int, int);
-  const auto init = reinterpret_cast<init_function>(dlsym(driver, "cuInit"));
-  const auto count = reinterpret_cast<count_function>(dlsym(driver, "cuDeviceGetCount"));
-  const auto get_device = reinterpret_cast<device_function>(dlsym(driver, "cuDeviceGet"));
-  const auto get_name = reinterpret_cast<name_function>(dlsym(driver, "cuDeviceGetName"));
-  if (init == nullptr || count == nullptr || get_device == nullptr || get_name == nullptr)
-    return std::string{"libcuda.so.1 lacks cuInit, cuDeviceGetCount, cuDeviceGet or cuDeviceGetName"};
-  if (const int status = init(0); status != 0)
-    return fmt::format("cuInit failed with CUresult {}", status);
-  int devices = 0;
-  if (const int status = count(&devices); status != 0)
-    return fmt::format("cuDeviceGetCount failed with CUresult {}", status);
-  if (devices == 0) return std::string{"the driver reports no CUDA device"};
-  int device = 0;
-  char name[256] = {};
-  if (get_device(&device, 0) != 0 || get_name(name, sizeof name, device) != 0)
-    return std::string{"cannot read the name of CUDA device 0"};
-  device_name = name;
-  return std::nullopt;
-}
-
-std::optional<std::string> torch_unusable_reason() {
-  FILE* probe = popen(
-      "python3 -c 'import torch; assert torch.cuda.is_available(), \"torch sees no GPU\"' 2>&1", "r");
-  if (probe == nullptr) return std::string{"cannot start python3"};
-  std::string output, last_line;
-  char chunk[512];
-  while (std::fgets(chunk, sizeof chunk, probe) != nullptr) output += chunk;
-  const int status = pclose(probe);
-  if (status == 0) return std::nullopt;
-  std::istringstream lines{output};
-  for (std::string line; std::getline(lines, line);)
-    if (!line.empty()) last_line = line;
-  return fmt::format("python3 cannot use torch on the GPU ({})",
-                     last_line.empty() ? fmt::format("status {}", status) : last_line);
-}
 
 // ---------------------------------------------------------------------------
 // Running a program in its own folder, with a controlled environment.
@@ -1437,7 +1391,7 @@ int main(int argc, char** argv) {
     std::printf("gpu_trace_test: cannot read /proc/self/exe: %s\n", error.message().c_str());
     return 1;
   }
-  if (const auto reason = gpu_unusable_reason(setup.device_name)) {
+  if (const auto reason = ferret::gpu_testing::gpu_unusable_reason(setup.device_name)) {
     std::printf("skipped: %s\n", reason->c_str());
     return 77;
   }
@@ -1453,7 +1407,7 @@ int main(int argc, char** argv) {
     context.addFilter("test-case-exclude", "openmp offload*");
   }
   if (const char* folders = std::getenv("FERRET_GPU_TEST_LLVM_LIBS")) setup.llvm_libraries = folders;
-  if (const auto reason = torch_unusable_reason()) {
+  if (const auto reason = ferret::gpu_testing::torch_unusable_reason()) {
     std::printf("skipped: the pytorch case: %s\n", reason->c_str());
     context.addFilter("test-case-exclude", "pytorch*");
   }
