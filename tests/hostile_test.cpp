@@ -228,14 +228,14 @@ TEST_CASE("unmatched ends and non-finite counter samples are said at exit") {
   CHECK(metadata_number(report, "nonfinite-counter-samples") == 3);
 }
 
-TEST_CASE("FERRET_BUFFER_SIZE beyond the largest buffer is capped, with one line") {
+TEST_CASE("FERRET_BUFFER_SIZE beyond the largest buffer is taken to it, with one line") {
   const auto result = run({FERRET_TEST_APP, "regions"},
                           {{"FERRET_BACKEND", "chrome"}, {"FERRET_OUTPUT", "run.json"},
                            {"FERRET_BUFFER_SIZE", "1024G"}, {"FERRET_VERBOSE", "0"}});
   CHECK(result.ran.exit_code == 0);
   const auto lines = result.error_lines();
   REQUIRE(lines.size() == 1);
-  CHECK(lines[0] == "ferret: FERRET_BUFFER_SIZE='1024G' is more than the largest buffer, 4G; using 4G");
+  CHECK(lines[0] == "ferret: FERRET_BUFFER_SIZE='1024G' is more than the largest, 4G; using 4G");
   const auto report = checked(result.directory / "run.json");
   CHECK(metadata_number(report, "buffer-bytes") == std::int64_t{4} << 30);
   CHECK(count(report, "work") == 200);

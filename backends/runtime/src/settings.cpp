@@ -191,27 +191,43 @@ settings parse_settings(env_lookup lookup) {
 
   result.output = checked("FERRET_OUTPUT", [](const std::string& value) { return !value.empty(); });
 
-  // More only costs: the chunks' bookkeeping grows with it (1T took 538 MB).
+  // A well-formed value out of range is taken to the nearest bound (the
+  // closest to what was asked), said in one line; only a malformed one falls
+  // back to the default.
+  const auto bounded = [&](const char* variable, std::uint64_t value, std::uint64_t least,
+                           std::uint64_t most, const char* least_text, const char* most_text) {
+    const std::string asked = value_of(lookup, variable);
+    if (value < least) {
+      result.notices.push_back(
+          fmt::format("{}='{}' is less than the smallest, {}; using {}", variable, asked, least_text, least_text));
+      return least;
+    }
+    if (value > most) {
+      result.notices.push_back(
+          fmt::format("{}='{}' is more than the largest, {}; using {}", variable, asked, most_text, most_text));
+      return most;
+    }
+    return value;
+  };
+
+  // Less would drain too often to keep up; more only costs: the chunks'
+  // bookkeeping grows with it (1T took 538 MB).
+  constexpr std::uint64_t smallest_buffer = 256u << 10;
   constexpr std::uint64_t largest_buffer = std::uint64_t{4} << 30;
   const std::string buffer = checked("FERRET_BUFFER_SIZE", [](const std::string& value) {
-    const auto bytes = parse_size(value);
-    return bytes && *bytes >= (256u << 10);
+    return parse_size(value).has_value();
   });
-  const std::uint64_t bytes = *parse_size(buffer);
-  if (bytes > largest_buffer)
-    result.notices.push_back(fmt::format("FERRET_BUFFER_SIZE='{}' is more than the largest buffer, "
-                                         "4G; using 4G",
-                                         buffer));
-  result.buffer_bytes = static_cast<std::size_t>(std::min(bytes, largest_buffer));
+  result.buffer_bytes = static_cast<std::size_t>(
+      bounded("FERRET_BUFFER_SIZE", *parse_size(buffer), smallest_buffer, largest_buffer, "256K", "4G"));
 
-  const auto milliseconds_up_to_a_minute = [](const std::string& value) {
-    const auto ms = parse_milliseconds(value);
-    return ms && *ms <= 60000;
-  };
+  const auto milliseconds = [](const std::string& value) { return parse_milliseconds(value).has_value(); };
+  constexpr std::uint64_t a_minute_ms = 60000;
   result.flush_interval_ms = static_cast<unsigned>(
-      *parse_milliseconds(checked("FERRET_FLUSH_INTERVAL", milliseconds_up_to_a_minute)));
+      bounded("FERRET_FLUSH_INTERVAL", *parse_milliseconds(checked("FERRET_FLUSH_INTERVAL", milliseconds)), 0,
+              a_minute_ms, "0", "60s"));
   result.signal_wait_ms = static_cast<unsigned>(
-      *parse_milliseconds(checked("FERRET_SIGNAL_WAIT", milliseconds_up_to_a_minute)));
+      bounded("FERRET_SIGNAL_WAIT", *parse_milliseconds(checked("FERRET_SIGNAL_WAIT", milliseconds)), 0,
+              a_minute_ms, "0", "60s"));
 
   const std::string clock = checked("FERRET_CLOCK", [](const std::string& value) {
     return value == "auto" || value == "tsc" || value == "monotonic_raw";
