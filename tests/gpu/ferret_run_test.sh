@@ -42,6 +42,12 @@ expect_status 0 "-- true"
 run --backend chrome -- sh -c 'exit 3'
 expect_status 3 "--backend chrome -- sh -c 'exit 3'"
 
+# A program that is not there: one line of ferret-run's, and 127 as a shell answers.
+run -- ./no-such-program
+expect_status 127 "-- ./no-such-program"
+[[ $err == "ferret-run: no program './no-such-program' (not a file, or not in PATH, or not executable)" ]] ||
+  fail "-- ./no-such-program printed on stderr: $err"
+
 run printf '%s|' 'two words' last
 expect_status 0 "printf"
 [[ $out == "two words|last|" ]] || fail "arguments not passed intact: '$out'"
