@@ -28,16 +28,17 @@ constexpr setting table[] = {
      "Memory for buffered events, all threads together (16 bytes per event), in chunks of 1/64 of "
      "it (4 to 64 KiB). A thread hands each full chunk to the background thread and goes on in a "
      "free one; it waits only when no chunk is free, for one chunk (counted: application-waits, "
-     "application-wait-ns). Events that still cannot be kept are counted and reported. A larger "
-     "value is capped at 4G, with a message."},
+     "application-wait-ns). Events that still cannot be kept are counted and reported. A value "
+     "out of the range is taken to its nearest end, with a message."},
     {"FERRET_FLUSH_INTERVAL", "milliseconds (500, 500ms, 2s), 0 to 60000", "200",
      "How often the background thread drains the buffers. 0: only when a buffer fills, at "
-     "ferret::flush() and at exit."},
+     "ferret::flush() and at exit. More than a minute is taken as a minute, with a message."},
     {"FERRET_SIGNAL_WAIT", "milliseconds (500, 500ms, 2s), 0 to 60000", "4000",
      "After SIGINT or SIGTERM (when the application has no handler of its own), how long buffered "
      "events are still written; then the outputs are closed (within one more second) and the "
      "signal takes its default action. Events not written are counted "
-     "(events-dropped-unwritten-at-signal) and reported."},
+     "(events-dropped-unwritten-at-signal) and reported. More than a minute is taken as a minute, "
+     "with a message."},
     {"FERRET_CLOCK", "auto, tsc or monotonic_raw", "auto",
      "Host clock. auto: the CPU's invariant timestamp counter where the CPU or kernel vouches for "
      "it, else CLOCK_MONOTONIC_RAW. The choice is written in the output's metadata."},
