@@ -2,7 +2,8 @@
 # ferret-run where nothing can be recorded says so in one line at the
 # program's exit (what was seen, what was not), with the program's exit
 # status; where something was recorded, in the program or in a process it
-# started, it says nothing more. Usage:
+# started, it says nothing more. A program with the API alone, run without
+# ferret-run, says that it has no runtime. Usage:
 #   ferret_run_report_test.sh FERRET-RUN GOMP-PROGRAM ANNOTATED-APP HEADER-ONLY-APP TRACE-CHECK WORK
 #                             [STATIC-PROGRAM]
 set -euo pipefail
@@ -63,6 +64,17 @@ one_line "$nothing bash or the processes it started: no annotations, no CUDA, an
 FERRET_OUTPUT=header-only.json run 0 "$header_only_app"
 one_line '^ferret: chrome trace: header-only.json \('
 grep -q '"header only step"' header-only.json || fail "header-only.json lacks the annotated region"
+
+# Run without ferret-run, with a backend asked for: it says, once, that it has
+# no runtime (not silence); with none asked for, it says nothing.
+status=0
+FERRET_BACKEND=chrome "$header_only_app" > out 2> err || status=$?
+[[ $status == 0 ]] || fail "$header_only_app alone: exit status $status"
+one_line '^ferret: FERRET_BACKEND is set, but this program has no ferret runtime \(it was built with the API alone, ferret::ferret\): nothing is recorded; link ferret::runtime or a backend target \(-lferret_runtime\), or run it under ferret-run$'
+for unset_or_off in "" "none" "Off; no"; do
+  FERRET_BACKEND=$unset_or_off "$header_only_app" > out 2> err || fail "$header_only_app alone failed"
+  [[ ! -s err ]] || fail "FERRET_BACKEND='$unset_or_off': $header_only_app alone printed: $(cat err)"
+done
 
 # A statically linked program: nothing can be loaded into it; said at start.
 if [[ -n $static_program ]]; then

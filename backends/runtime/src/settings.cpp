@@ -1,5 +1,7 @@
 #include "settings.hpp"
 
+#include "ferret/detail/abi.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -176,8 +178,8 @@ settings parse_settings(env_lookup lookup) {
   // starts (registry.hpp), one line per name that does not, so that one typo
   // never turns the others off.
   const std::string backends = value_of(lookup, "FERRET_BACKEND");
-  constexpr std::string_view separators = ",; \t\n\r\f\v";
-  constexpr std::string_view off_words[] = {"none", "off", "0", "false", "no"};
+  const std::string_view separators = ferret::detail::backend_separators;
+  const auto& off_words = ferret::detail::backend_off_words;
   std::size_t start = 0;
   while (start < backends.size()) {
     const std::size_t end = std::min(backends.find_first_of(separators, start), backends.size());

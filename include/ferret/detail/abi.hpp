@@ -95,6 +95,11 @@ struct thread_buffer {
 // Values of the per-DSO mode flag the hot path tests.
 enum : std::uint8_t { mode_off = 0, mode_unresolved = 1, mode_recording = 2 };
 
+// FERRET_BACKEND's words for "record nothing", in any case (the runtime's
+// settings, and the header's notice of a program without a runtime).
+inline constexpr const char* backend_off_words[] = {"none", "off", "0", "false", "no"};
+inline constexpr const char* backend_separators = ",; \t\n\r\f\v";
+
 enum class memory_kind : std::uint32_t { host = 0, pinned = 1, device = 2, managed = 3 };
 
 // Function table the runtime hands to each annotated shared object. Appending

@@ -10,6 +10,12 @@
 #include "ferret/detail/abi.hpp"
 
 #include <cstring>
+#if !defined(FERRET_RUNTIME_LINKED)
+#include <strings.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#endif
 #if !defined(__x86_64__) && !defined(__aarch64__)
 #include <time.h>
 #endif
@@ -50,6 +56,39 @@ FERRET_ALWAYS_INLINE bool recording() noexcept {
 // object must run its own copy, on its own flag and thread slot (a default-
 // visibility copy would be bound to the first loaded object's, leaving the
 // others' flags unresolved).
+#if !defined(FERRET_RUNTIME_LINKED)
+// True when `backends` (FERRET_BACKEND) holds a word other than the off words.
+inline bool names_a_backend(const char* backends) noexcept {
+  if (backends == nullptr) return false;
+  for (const char* word = backends; *word != '\0';) {
+    const std::size_t length = std::strcspn(word, backend_separators);
+    bool off = length == 0;
+    for (const char* off_word : backend_off_words)
+      off = off || (std::strlen(off_word) == length && strncasecmp(word, off_word, length) == 0);
+    if (!off) return true;
+    word += length + (word[length] != '\0');
+  }
+  return false;
+}
+
+// Once per process (one flag for every shared object's copy of this code).
+__attribute__((visibility("default"))) inline std::atomic<bool> g_no_runtime_said{false};
+
+// The program asked for a trace (FERRET_BACKEND) but has the API alone
+// (ferret::ferret) and no runtime came into the process: say so, once,
+// rather than record nothing in silence. write(2): an annotation may run in
+// a signal handler.
+FERRET_DSO_LOCAL FERRET_NOINLINE inline void say_no_runtime() noexcept {
+  if (!names_a_backend(std::getenv("FERRET_BACKEND")) || g_no_runtime_said.exchange(true)) return;
+  static constexpr char line[] =
+      "ferret: FERRET_BACKEND is set, but this program has no ferret runtime (it was built with the "
+      "API alone, ferret::ferret): nothing is recorded; link ferret::runtime or a backend target "
+      "(-lferret_runtime), or run it under ferret-run\n";
+  const ssize_t written = ::write(2, line, sizeof line - 1);
+  static_cast<void>(written);
+}
+#endif
+
 FERRET_DSO_LOCAL FERRET_NOINLINE inline const runtime_api* resolve_runtime() noexcept {
   // A function-local static, so that only code that annotates carries the
   // hook (a namespace-scope one would give every translation unit that
@@ -63,6 +102,7 @@ FERRET_DSO_LOCAL FERRET_NOINLINE inline const runtime_api* resolve_runtime() noe
   api = ferret_runtime_attach_v1(abi_version, &g_mode);
 #else
   if (&ferret_runtime_attach_v1 != nullptr) api = ferret_runtime_attach_v1(abi_version, &g_mode);
+  else say_no_runtime();
 #endif
   if (api == nullptr || api->abi_version != abi_version) {
     api = nullptr;
