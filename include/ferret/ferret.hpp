@@ -132,14 +132,16 @@ class region_in;
 template <class Domain, bool Enabled>
 class region_in {
  public:
-  explicit region_in(const detail::site& s) noexcept {
+  // [[nodiscard]]: `ferret::region("solve");` (no variable) would end at
+  // once, an empty region; compilers warn about it.
+  [[nodiscard]] explicit region_in(const detail::site& s) noexcept {
     if (detail::recording()) begin(&s);
   }
   template <std::size_t N>
-  explicit region_in(const char (&literal)[N]) noexcept {
+  [[nodiscard]] explicit region_in(const char (&literal)[N]) noexcept {
     if (detail::recording()) begin(detail::intern_literal(literal, domain_name<Domain>));
   }
-  explicit region_in(name n) noexcept {
+  [[nodiscard]] explicit region_in(name n) noexcept {
     if (detail::recording()) begin(n.site());
   }
   // A region ends exactly when its begin was recorded (not on the recording
@@ -167,10 +169,12 @@ class region_in {
 template <class Domain>
 class [[gnu::unused]] region_in<Domain, false> {
  public:
-  constexpr explicit region_in(const detail::site&) noexcept {}
+  // The same warnings as the enabled region's, so that code warned about
+  // once stays warned about when compiled out.
+  [[nodiscard]] constexpr explicit region_in(const detail::site&) noexcept {}
   template <std::size_t N>
-  constexpr explicit region_in(const char (&)[N]) noexcept {}
-  constexpr explicit region_in(name) noexcept {}
+  [[nodiscard]] constexpr explicit region_in(const char (&)[N]) noexcept {}
+  [[nodiscard]] constexpr explicit region_in(name) noexcept {}
   region_in(const region_in&) = delete;
   region_in& operator=(const region_in&) = delete;
 };
@@ -409,8 +413,9 @@ inline void unregister_data_object_at(const void* address) noexcept {
 #if FERRET_ENABLED
 class data_object {
  public:
-  data_object(std::string_view object_name, const void* address, std::size_t bytes,
-              memory_kind memory = memory_kind::host, int device = -1) noexcept
+  // [[nodiscard]]: without a variable it would be unregistered at once.
+  [[nodiscard]] data_object(std::string_view object_name, const void* address, std::size_t bytes,
+                            memory_kind memory = memory_kind::host, int device = -1) noexcept
       : id_(register_data_object(object_name, address, bytes, memory, device)) {}
   ~data_object() { unregister_data_object(id_); }
   data_object(const data_object&) = delete;
@@ -432,8 +437,8 @@ class data_object {
 // Constant-initialised and trivially destructible, as the disabled region.
 class [[gnu::unused]] data_object {
  public:
-  constexpr data_object(std::string_view, const void*, std::size_t,
-                        memory_kind = memory_kind::host, int = -1) noexcept {}
+  [[nodiscard]] constexpr data_object(std::string_view, const void*, std::size_t,
+                                      memory_kind = memory_kind::host, int = -1) noexcept {}
   data_object(const data_object&) = delete;
   data_object& operator=(const data_object&) = delete;
   data_object(data_object&&) noexcept = default;
