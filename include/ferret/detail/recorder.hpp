@@ -52,13 +52,9 @@ FERRET_ALWAYS_INLINE bool recording() noexcept {
   return FERRET_UNLIKELY(g_mode.load(std::memory_order_relaxed) != mode_off);
 }
 
-// The functions below that are not always inlined are hidden too: each shared
-// object must run its own copy, on its own flag and thread slot (a default-
-// visibility copy would be bound to the first loaded object's, leaving the
-// others' flags unresolved).
 #if !defined(FERRET_RUNTIME_LINKED)
 // True when `backends` (FERRET_BACKEND) holds a word other than the off words.
-inline bool names_a_backend(const char* backends) noexcept {
+FERRET_DSO_LOCAL inline bool names_a_backend(const char* backends) noexcept {
   if (backends == nullptr) return false;
   for (const char* word = backends; *word != '\0';) {
     const std::size_t length = std::strcspn(word, backend_separators);
@@ -89,6 +85,10 @@ FERRET_DSO_LOCAL FERRET_NOINLINE inline void say_no_runtime() noexcept {
 }
 #endif
 
+// The functions below that are not always inlined are hidden too: each shared
+// object must run its own copy, on its own flag and thread slot (a default-
+// visibility copy would be bound to the first loaded object's, leaving the
+// others' flags unresolved).
 FERRET_DSO_LOCAL FERRET_NOINLINE inline const runtime_api* resolve_runtime() noexcept {
   // A function-local static, so that only code that annotates carries the
   // hook (a namespace-scope one would give every translation unit that
