@@ -76,3 +76,35 @@ TEST_CASE("object history: released objects are kept for a while, and at most ke
   CHECK(history.size() == 3);
   for (std::uint64_t id = 1; id <= 3; ++id) CHECK(history.find(id) != nullptr);
 }
+
+TEST_CASE("context tree: one node per (parent, name), the same before and after a node's children outgrow its list") {
+  context_tree tree;
+  // Names are compared by address: distinct records, never read.
+  std::vector<ferret::runtime::name_info> names(40);
+  const ferret::runtime::context_node* root = tree.root();
+  CHECK(root->parent == nullptr);
+  CHECK(root->depth == 0);
+  std::vector<const ferret::runtime::context_node*> children;
+  for (const auto& name : names) children.push_back(tree.enter(root, &name));
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    CAPTURE(i);
+    CHECK(children[i]->parent == root);
+    CHECK(children[i]->depth == 1);
+    CHECK(children[i]->name == &names[i]);
+    CHECK(children[i]->id == i + 1);  // ids in the order of creation, the root's 0
+  }
+  // Found again, out of order and after other entries (not only the cached last child).
+  for (std::size_t i = names.size(); i-- > 0;) CHECK(tree.enter(root, &names[i]) == children[i]);
+  CHECK(tree.enter(root, &names[3]) == children[3]);
+  CHECK(tree.enter(root, &names[30]) == children[30]);
+  CHECK(tree.size() == names.size() + 1);
+  // A recursion: each level a node of its own, found again on the way back in.
+  const ferret::runtime::context_node* at = root;
+  for (int level = 0; level < 1000; ++level) at = tree.enter(tree.enter(at, &names[0]), &names[1]);
+  CHECK(at->depth == 2000);
+  const std::size_t size = tree.size();
+  at = root;
+  for (int level = 0; level < 1000; ++level) at = tree.enter(tree.enter(at, &names[0]), &names[1]);
+  CHECK(tree.size() == size);
+  CHECK(at->depth == 2000);
+}

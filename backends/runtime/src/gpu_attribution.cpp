@@ -4,20 +4,38 @@
 
 namespace ferret::runtime::internal {
 
-context_tree::context_tree() { nodes_.push_back(node{{0, 0, nullptr, nullptr}}); }
+context_tree::context_tree() { nodes_.emplace_back(); }
 
 const context_node* context_tree::enter_other(const context_node* parent, const name_info* name) {
-  auto* from = static_cast<const node*>(parent);
-  const auto [it, inserted] = children_.try_emplace({parent, name}, nullptr);
-  if (inserted) {
-    nodes_.push_back(node{{static_cast<std::uint32_t>(nodes_.size()), parent->depth + 1, parent, name}});
-    it->second = &nodes_.back();
+  // The tree's own bookkeeping changes: the nodes are handed out const.
+  auto& from = const_cast<node&>(static_cast<const node&>(*parent));
+  node* child = nullptr;
+  if (from.children <= listed_children) {
+    for (node* listed = from.first_child; listed != nullptr && child == nullptr; listed = listed->next_sibling)
+      if (listed->name == name) child = listed;
+  } else if (const auto found = wide_children_.find({parent, name}); found != wide_children_.end()) {
+    child = found->second;
   }
-  // The cache is the tree's own bookkeeping: the nodes are handed out const.
-  auto* cached = const_cast<node*>(from);
-  cached->last_name = name;
-  cached->last_child = it->second;
-  return it->second;
+  if (child == nullptr) child = add_child(from, name);
+  from.last_name = name;
+  from.last_child = child;
+  return child;
+}
+
+context_tree::node* context_tree::add_child(node& parent, const name_info* name) {
+  node& child = nodes_.emplace_back();
+  static_cast<context_node&>(child) = {static_cast<std::uint32_t>(nodes_.size() - 1), parent.depth + 1, &parent, name};
+  ++parent.children;
+  if (parent.children <= listed_children) {
+    child.next_sibling = parent.first_child;
+    parent.first_child = &child;
+  } else {
+    if (parent.children == listed_children + 1)  // the list becomes a table
+      for (node* listed = parent.first_child; listed != nullptr; listed = listed->next_sibling)
+        wide_children_.emplace(std::pair{static_cast<const context_node*>(&parent), listed->name}, listed);
+    wide_children_.emplace(std::pair{static_cast<const context_node*>(&parent), name}, &child);
+  }
+  return &child;
 }
 
 void launch_table::record(std::uint64_t correlation, std::uint64_t tid, std::int64_t time_ns,

@@ -40,11 +40,21 @@ class context_tree {
   std::size_t size() const noexcept { return nodes_.size(); }
 
  private:
+  // A node's children are a list of its own, searched in place: most nodes
+  // have a few, and recursion (a task tree, a recursive solver) makes
+  // millions of nodes, where one hash table of every (parent, name) missed
+  // the cache on each entry and rehashed as it grew (56 % of a drain's time
+  // on a recursive task program). A node with more than `listed_children`
+  // children finds them in `wide_children_` instead.
+  static constexpr std::uint32_t listed_children = 8;
   struct node : context_node {
     // Loops re-enter the same child: one cached (name, child) per node saves
-    // the hash lookup on almost every region entry.
+    // the search on almost every region entry.
     const name_info* last_name = nullptr;
     const node* last_child = nullptr;
+    node* first_child = nullptr;
+    node* next_sibling = nullptr;
+    std::uint32_t children = 0;
   };
   struct key_hash {
     std::size_t operator()(const std::pair<const context_node*, const name_info*>& key) const noexcept {
@@ -52,9 +62,10 @@ class context_tree {
     }
   };
   const context_node* enter_other(const context_node* parent, const name_info* name);
+  node* add_child(node& parent, const name_info* name);
 
   std::deque<node> nodes_;
-  std::unordered_map<std::pair<const context_node*, const name_info*>, const node*, key_hash> children_;
+  std::unordered_map<std::pair<const context_node*, const name_info*>, node*, key_hash> wide_children_;
 };
 
 // Launches by correlation id. A launch can start several operations (a graph,
