@@ -70,7 +70,7 @@ grep -q '"header only step"' header-only.json || fail "header-only.json lacks th
 status=0
 FERRET_BACKEND=chrome "$header_only_app" > out 2> err || status=$?
 [[ $status == 0 ]] || fail "$header_only_app alone: exit status $status"
-one_line '^ferret: FERRET_BACKEND is set, but this program has no ferret runtime \(it was built with the API alone, ferret::ferret\): nothing is recorded; link ferret::runtime or a backend target \(-lferret_runtime\), or run it under ferret-run$'
+one_line '^ferret: FERRET_BACKEND is set, but no ferret runtime is loaded in this program, so nothing is recorded: link ferret::runtime or a backend target \(the API alone, ferret::ferret, refers to the runtime only weakly, and linkers drop a plain -lferret_runtime of a build tree\), or run the program under ferret-run$'
 for unset_or_off in "" "none" "Off; no"; do
   FERRET_BACKEND=$unset_or_off "$header_only_app" > out 2> err || fail "$header_only_app alone failed"
   [[ ! -s err ]] || fail "FERRET_BACKEND='$unset_or_off': $header_only_app alone printed: $(cat err)"

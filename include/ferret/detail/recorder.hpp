@@ -70,16 +70,18 @@ FERRET_DSO_LOCAL inline bool names_a_backend(const char* backends) noexcept {
 // Once per process (one flag for every shared object's copy of this code).
 __attribute__((visibility("default"))) inline std::atomic<bool> g_no_runtime_said{false};
 
-// The program asked for a trace (FERRET_BACKEND) but has the API alone
-// (ferret::ferret) and no runtime came into the process: say so, once,
+// The program asked for a trace (FERRET_BACKEND) but no runtime came into
+// the process (the API alone, or a weak reference the linker dropped with
+// --as-needed, Debian's default): say so, once,
 // rather than record nothing in silence. write(2): an annotation may run in
 // a signal handler.
 FERRET_DSO_LOCAL FERRET_NOINLINE inline void say_no_runtime() noexcept {
   if (!names_a_backend(std::getenv("FERRET_BACKEND")) || g_no_runtime_said.exchange(true)) return;
   static constexpr char line[] =
-      "ferret: FERRET_BACKEND is set, but this program has no ferret runtime (it was built with the "
-      "API alone, ferret::ferret): nothing is recorded; link ferret::runtime or a backend target "
-      "(-lferret_runtime), or run it under ferret-run\n";
+      "ferret: FERRET_BACKEND is set, but no ferret runtime is loaded in this program, so nothing is "
+      "recorded: link ferret::runtime or a backend target (the API alone, ferret::ferret, refers to "
+      "the runtime only weakly, and linkers drop a plain -lferret_runtime of a build tree), or run "
+      "the program under ferret-run\n";
   const ssize_t written = ::write(2, line, sizeof line - 1);
   static_cast<void>(written);
 }
