@@ -3,7 +3,7 @@
 # Compiles SOURCE (syntax only) and requires a warning on each of LINES and on
 # no other line.
 execute_process(COMMAND ${COMPILER} -std=c++17 -fsyntax-only -Wall -Wextra ${DEFINES} -I${INCLUDE} ${SOURCE}
-                RESULT_VARIABLE failed ERROR_VARIABLE diagnostics OUTPUT_VARIABLE diagnostics_out)
+                RESULT_VARIABLE failed OUTPUT_VARIABLE diagnostics ERROR_VARIABLE diagnostics)
 if(failed)
   message(FATAL_ERROR "${SOURCE} did not compile:\n${diagnostics}")
 endif()
