@@ -9,6 +9,7 @@
 #include <charconv>
 #include <iterator>
 #include <string_view>
+#include <utility>
 
 namespace ferret::runtime {
 
@@ -126,29 +127,9 @@ std::optional<unsigned long> parse_unsigned(const std::string& text) {
   return value;
 }
 
-}  // namespace
-
-std::optional<std::uint64_t> parse_size(const std::string& text) {
-  std::size_t digits = 0;
-  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
-  if (digits == 0) return std::nullopt;
-  const auto number = parse_unsigned(text.substr(0, digits));
-  if (!number) return std::nullopt;
-  std::string suffix = trim(text.substr(digits));
-  std::transform(suffix.begin(), suffix.end(), suffix.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
-  unsigned shift = 0;
-  if (suffix.empty() || suffix == "B") shift = 0;
-  else if (suffix == "K" || suffix == "KB" || suffix == "KIB") shift = 10;
-  else if (suffix == "M" || suffix == "MB" || suffix == "MIB") shift = 20;
-  else if (suffix == "G" || suffix == "GB" || suffix == "GIB") shift = 30;
-  else return std::nullopt;
-  const std::uint64_t value = *number;
-  if (value > (UINT64_MAX >> shift)) return std::nullopt;
-  return value << shift;
-}
-
-std::optional<std::uint64_t> parse_milliseconds(const std::string& text) {
+// "64 MiB" -> {64, "mib"}: the leading digits, and what follows them,
+// trimmed and in lower case; nullopt without digits.
+std::optional<std::pair<std::uint64_t, std::string>> number_and_unit(const std::string& text) {
   std::size_t digits = 0;
   while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
   const auto number = parse_unsigned(text.substr(0, digits));
@@ -156,8 +137,31 @@ std::optional<std::uint64_t> parse_milliseconds(const std::string& text) {
   std::string unit = trim(text.substr(digits));
   std::transform(unit.begin(), unit.end(), unit.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  if (unit.empty() || unit == "ms") return *number;
-  if (unit == "s" && *number <= UINT64_MAX / 1000) return *number * 1000;
+  return std::pair{std::uint64_t{*number}, std::move(unit)};
+}
+
+}  // namespace
+
+std::optional<std::uint64_t> parse_size(const std::string& text) {
+  const auto parsed = number_and_unit(text);
+  if (!parsed) return std::nullopt;
+  const auto& [value, unit] = *parsed;
+  unsigned shift = 0;
+  if (unit.empty() || unit == "b") shift = 0;
+  else if (unit == "k" || unit == "kb" || unit == "kib") shift = 10;
+  else if (unit == "m" || unit == "mb" || unit == "mib") shift = 20;
+  else if (unit == "g" || unit == "gb" || unit == "gib") shift = 30;
+  else return std::nullopt;
+  if (value > (UINT64_MAX >> shift)) return std::nullopt;
+  return value << shift;
+}
+
+std::optional<std::uint64_t> parse_milliseconds(const std::string& text) {
+  const auto parsed = number_and_unit(text);
+  if (!parsed) return std::nullopt;
+  const auto& [value, unit] = *parsed;
+  if (unit.empty() || unit == "ms") return value;
+  if (unit == "s" && value <= UINT64_MAX / 1000) return value * 1000;
   return std::nullopt;
 }
 
@@ -194,20 +198,21 @@ settings parse_settings(env_lookup lookup) {
 
   result.output = checked("FERRET_OUTPUT", [](const std::string& value) { return !value.empty(); });
 
-  // A well-formed value out of range is taken to the nearest bound (the
-  // closest to what was asked), said in one line; only a malformed one falls
-  // back to the default.
-  const auto bounded = [&](const char* variable, std::uint64_t value, std::uint64_t least,
-                           std::uint64_t most, const char* least_text, const char* most_text) {
-    const std::string asked = value_of(lookup, variable);
+  // A number: a malformed value is the default (checked); a well-formed one
+  // out of range is taken to the nearest bound (the closest to what was
+  // asked), said in one line.
+  const auto number_in_range = [&](const char* variable, const auto& parse, std::uint64_t least,
+                                   std::uint64_t most, const char* least_text, const char* most_text) {
+    const std::string text = checked(variable, [&](const std::string& value) { return parse(value).has_value(); });
+    const std::uint64_t value = *parse(text);
     if (value < least) {
       result.notices.push_back(
-          fmt::format("{}='{}' is less than the smallest, {}; using {}", variable, asked, least_text, least_text));
+          fmt::format("{}='{}' is less than the smallest, {}; using {}", variable, text, least_text, least_text));
       return least;
     }
     if (value > most) {
       result.notices.push_back(
-          fmt::format("{}='{}' is more than the largest, {}; using {}", variable, asked, most_text, most_text));
+          fmt::format("{}='{}' is more than the largest, {}; using {}", variable, text, most_text, most_text));
       return most;
     }
     return value;
@@ -217,20 +222,14 @@ settings parse_settings(env_lookup lookup) {
   // bookkeeping grows with it (1T took 538 MB).
   constexpr std::uint64_t smallest_buffer = 256u << 10;
   constexpr std::uint64_t largest_buffer = std::uint64_t{4} << 30;
-  const std::string buffer = checked("FERRET_BUFFER_SIZE", [](const std::string& value) {
-    return parse_size(value).has_value();
-  });
   result.buffer_bytes = static_cast<std::size_t>(
-      bounded("FERRET_BUFFER_SIZE", *parse_size(buffer), smallest_buffer, largest_buffer, "256K", "4G"));
+      number_in_range("FERRET_BUFFER_SIZE", parse_size, smallest_buffer, largest_buffer, "256K", "4G"));
 
-  const auto milliseconds = [](const std::string& value) { return parse_milliseconds(value).has_value(); };
   constexpr std::uint64_t a_minute_ms = 60000;
   result.flush_interval_ms = static_cast<unsigned>(
-      bounded("FERRET_FLUSH_INTERVAL", *parse_milliseconds(checked("FERRET_FLUSH_INTERVAL", milliseconds)), 0,
-              a_minute_ms, "0", "60s"));
+      number_in_range("FERRET_FLUSH_INTERVAL", parse_milliseconds, 0, a_minute_ms, "0", "60s"));
   result.signal_wait_ms = static_cast<unsigned>(
-      bounded("FERRET_SIGNAL_WAIT", *parse_milliseconds(checked("FERRET_SIGNAL_WAIT", milliseconds)), 0,
-              a_minute_ms, "0", "60s"));
+      number_in_range("FERRET_SIGNAL_WAIT", parse_milliseconds, 0, a_minute_ms, "0", "60s"));
 
   const std::string clock = checked("FERRET_CLOCK", [](const std::string& value) {
     return value == "auto" || value == "tsc" || value == "monotonic_raw";
