@@ -451,11 +451,10 @@ team_record* team_of(const ompt_data_t* task) {
   return (value & implicit_task_team) != 0 ? reinterpret_cast<team_record*>(value & ~task_flag_bits) : nullptr;
 }
 
-// When a worker's late end of its join barrier (or of its implicit task)
-// happened: when the primary thread left that barrier, if it has; 0 (now)
-// otherwise.
-std::uint64_t worker_join_end(const ompt_data_t* task) {
-  const team_record* team = team_of(task);
+// When a worker's late end of its join barrier (or of its implicit task) in
+// `team` happened: when the primary thread left that barrier, if it has; 0
+// (now) otherwise, and for the primary thread or no team.
+std::uint64_t worker_join_end(const team_record* team) {
   thread_state* thread = t_state;
   if (team == nullptr || thread == nullptr || team->primary == thread) return 0;
   // After the worker's arrival: the barrier ended once all had arrived.
@@ -509,8 +508,9 @@ void on_implicit_task(ompt_scope_endpoint_t endpoint, ompt_data_t* parallel, omp
       store_task(task, reinterpret_cast<std::uint64_t>(team) | implicit_task_team);
     }
   } else {
-    c.end(scope::implicit_task, nullptr, worker_join_end(task));
-    if (team_record* team = team_of(task)) {
+    team_record* team = team_of(task);
+    c.end(scope::implicit_task, nullptr, worker_join_end(team));
+    if (team != nullptr) {
       if (team->primary != t_state) unpark(t_state);
       store_task(task, 0);
       team->release();
@@ -542,7 +542,8 @@ void on_sync_region(ompt_sync_region_t kind, ompt_scope_endpoint_t endpoint,
   if (endpoint == ompt_scope_begin)
     c.begin(scope::sync, c.site_for(sync_label(kind, false), codeptr));
   else
-    c.end(scope::sync, nullptr, kind == ompt_sync_region_barrier_implicit_parallel ? worker_join_end(task) : 0);
+    c.end(scope::sync, nullptr,
+          kind == ompt_sync_region_barrier_implicit_parallel ? worker_join_end(team_of(task)) : 0);
 }
 
 void on_sync_region_wait(ompt_sync_region_t kind, ompt_scope_endpoint_t endpoint,
@@ -565,7 +566,7 @@ void on_sync_region_wait(ompt_sync_region_t kind, ompt_scope_endpoint_t endpoint
     c.end(scope::sync_wait);
     return;
   }
-  c.end(scope::sync_wait, nullptr, join ? worker_join_end(task) : 0);
+  c.end(scope::sync_wait, nullptr, worker_join_end(team));
 }
 
 void on_task_create(ompt_data_t* /*encountering_task*/, const ompt_frame_t* /*frame*/,
