@@ -3,7 +3,7 @@
 # subscriber in every configuration ferret's collector is made of, under
 # ferret, and (PyTorch) under torch.profiler; prints markdown tables.
 #
-#   bash benchmarks/cuda/run.sh <build-dir> [--quick] [--repeats N] [--only T,...]
+#   bash benchmarks/cuda/run.sh <build-dir> [--quick] [--repeats N] [--only T,...] [--cpus LIST]
 #
 # <build-dir> is a ferret build configured with -DFERRET_BUILD_BENCHMARKS=ON on
 # a machine with the CUDA toolkit; it may have been copied elsewhere: every
@@ -59,6 +59,11 @@
 # --repeats N,M: N for storm and getters, M for the others. --rows REGEX keeps
 # bare and the rows whose label matches the extended regular expression (a
 # verdict pass needs fewer rows run more often than the whole breakdown).
+# --cpus LIST pins every run to those CPUs (taskset -c; "none": not pinned). By
+# default, on a machine with 8 or more CPUs, runs are pinned to CPUs 2-5: the
+# same four for every row (the program's thread, ferret's drain thread, CUPTI's
+# worker and Python's have room), away from CPU 0 and its interrupts, so that a
+# run's threads do not wander between runs.
 # Columns: median and minimum, what a row adds to bare (median − median, and
 # min − min), the ratio to bare, the records CUPTI delivered per run (raw
 # subscriber) or the events of ferret's chrome trace, the most any run
@@ -72,7 +77,7 @@ set -uo pipefail
 
 usage() {
   echo "usage: $0 <build-dir> [--quick] [--repeats N[,M]] [--rows REGEX]" \
-       "[--only storm,getters,loop,torch,train,stencil]" >&2
+       "[--only storm,getters,loop,torch,train,stencil] [--cpus LIST|none]" >&2
   exit 1
 }
 [[ $# -ge 1 ]] || usage
@@ -82,6 +87,7 @@ quick=0
 repeats=
 row_pattern=
 only=storm,getters,loop,torch,train
+cpus=auto
 while [[ $# -gt 0 ]]; do
   case $1 in
     --quick) quick=1 ;;
@@ -92,6 +98,10 @@ while [[ $# -gt 0 ]]; do
     --rows)
       [[ $# -ge 2 && -n $2 ]] || usage
       row_pattern=$2
+      shift ;;
+    --cpus)
+      [[ $# -ge 2 && $2 =~ ^(none|[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*)$ ]] || usage
+      cpus=$2
       shift ;;
     --only)
       [[ $# -ge 2 && $2 =~ ^(storm|getters|loop|torch|train|stencil)(,(storm|getters|loop|torch|train|stencil))*$ ]] || usage
@@ -108,6 +118,16 @@ else
 fi
 [[ -n $repeats ]] && fine=${repeats%,*} coarse=${repeats#*,}
 wanted() { [[ ,$only, == *,$1,* ]]; }
+if [[ $cpus == auto ]]; then
+  cpus=none
+  command -v taskset > /dev/null && (($(nproc) >= 8)) && cpus=2-5
+fi
+if [[ $cpus != none ]] && ! taskset -c "$cpus" true 2> /dev/null; then
+  echo "$0: cannot pin to CPUs $cpus (taskset -c failed); running unpinned" >&2
+  cpus=none
+fi
+pinning=()
+[[ $cpus != none ]] && pinning=(taskset -c "$cpus")
 
 program=$build_dir/bin/ferret-cuda-overhead
 ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
@@ -132,6 +152,7 @@ log=$work/runs.log
 results=$work/results.tsv   # table  row  value  records  dropped
 : >"$results"
 started=$SECONDS
+load_at_start=$(cut -d' ' -f1-3 /proc/loadavg 2> /dev/null)
 
 # Nothing of the caller's tracing setup may reach the runs.
 clean_env=(env -u CUDA_INJECTION64_PATH -u FERRET_BACKEND -u FERRET_OUTPUT -u FERRET_CUDA_API)
@@ -207,7 +228,7 @@ stencil_rows=(
 row_command() {  # table how...
   local table=$1
   shift
-  local -a workload prefix=("${clean_env[@]}")
+  local -a workload prefix=("${pinning[@]}" "${clean_env[@]}")
   case $table in
     storm) workload=("$program" --workload=storm --launches="$launches") ;;
     getters) workload=("$program" --workload=getters --calls="$calls") ;;
@@ -408,6 +429,11 @@ report() {
   echo "- GPU: ${gpu_name:-unknown (no nvidia-smi)}, driver ${driver:-unknown}; $device_info"
   echo "- Date: $(date -u '+%Y-%m-%d %H:%M UTC'), host $(uname -n); tables: $only" \
        "($fine runs each for storm and getters, $coarse for loop and torch, interleaved)"
+  if [[ $cpus != none ]]; then
+    echo "- Pinned: every run on CPUs $cpus of $(nproc) (taskset -c); load average at the start $load_at_start"
+  else
+    echo "- Not pinned ($(nproc) CPUs); load average at the start $load_at_start"
+  fi
   if [[ -n $injection ]]; then
     echo "- ferret rows: the bare program under $injection, FERRET_CUDA_API as named"
   else
