@@ -17,7 +17,9 @@
 #            kernel kind alone; + the callbacks of the runtime's launch calls;
 #            + the driver's launch callbacks alone (no runtime domain); + the
 #            runtime API's activity records (how Kineto times calls), alone
-#            and with the driver's launch callbacks;
+#            and with the driver's launch callbacks; the kernel kind with
+#            one of CUPTI's settings changed (buffers handed over zeroed, a
+#            32 MiB device buffer, timestamps in pinned host memory);
 #            + every callback ferret subscribes to; + every activity kind
 #            ferret enables but OVERHEAD; + OVERHEAD (ferret's CUPTI
 #            configuration, without ferret's own work); ferret (chrome trace) with FERRET_CUDA_API=work (default)
@@ -167,7 +169,7 @@ else
   injection=
 fi
 
-# The tables' rows: "label|how". how: bare | cupti KINDS CALLBACKS |
+# The tables' rows: "label|how". how: bare | cupti KINDS CALLBACKS [TUNING] |
 # ferret FERRET_CUDA_API | profiler (torch only).
 storm_rows=(
   "bare|bare"
@@ -176,6 +178,9 @@ storm_rows=(
   "kernel + driver launch callbacks alone|cupti kernel driver-launch"
   "kernel + driver launch activity records, no callback|cupti kernel driver-launch-records"
   "kernel + driver launch records + one external correlation id|cupti kernel driver-launch-records-external"
+  "CUPTI kernel kind, buffers handed over zeroed|cupti kernel none zeroed-buffers"
+  "CUPTI kernel kind, 32 MiB device buffer|cupti kernel none device-buffer-32m"
+  "CUPTI kernel kind, timestamps in pinned host memory|cupti kernel none pinned-profiling-buffer"
   "kernel + runtime API activity records|cupti kernel,runtime none"
   "kernel + runtime API activity records + driver launch callbacks|cupti kernel,runtime driver-launch"
   "kernel + ferret's callbacks|cupti kernel ferret"
@@ -241,7 +246,9 @@ row_command() {  # table how...
     bare)
       command=("${prefix[@]}" "${workload[@]}")
       [[ $table != torch && $table != train ]] && command+=(--mode=bare) ;;
-    cupti) command=("${prefix[@]}" "${workload[@]}" --mode=cupti --kinds="$2" --callbacks="$3") ;;
+    cupti)
+      command=("${prefix[@]}" "${workload[@]}" --mode=cupti --kinds="$2" --callbacks="$3")
+      [[ -n ${4:-} ]] && command+=(--tuning="$4") ;;
     profiler) command=("${prefix[@]}" "${workload[@]}" --profiler) ;;
     ncu)
       # The same per-line stall view from Nsight Compute: every kernel replayed,
@@ -336,8 +343,8 @@ device_info=$(grep '^info ' <<<"$probe" | head -n 1 | sed 's/^info //')
 gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)
 driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -n 1)
 
-torch_note=
-if wanted torch; then
+torch_note= torch_version=
+if wanted torch || wanted train; then
   if [[ ! -f $torch_script ]]; then
     torch_note="left out: no $torch_script"
   elif ! torch_probe=$(python3 -c 'import torch; assert torch.cuda.is_available(), "torch sees no GPU"; print(torch.__version__)' 2>&1); then
