@@ -170,11 +170,17 @@ void link_attribution::retire_passed(device_window& window) {
   const auto passed = [&window](const held_kernel& kernel) {
     return kernel.end_ns <= window.attributed_to_ns;
   };
-  if (std::none_of(window.kernels.begin(), window.kernels.end(), passed)) return;
-  for (const held_kernel& kernel : window.kernels)
-    if (passed(kernel)) handler_.kernel_done(kernel.key, &kernel.bytes);
-  window.kernels.erase(std::remove_if(window.kernels.begin(), window.kernels.end(), passed),
-                       window.kernels.end());
+  // Held by begin time, and a kernel ends after it begins: only those begun
+  // by the attributed time can have passed. Scanning the rest at every kernel
+  // made a launch storm quadratic while a long interval held its kernels.
+  auto begun = window.kernels.begin();
+  bool any = false;
+  for (; begun != window.kernels.end() && begun->begin_ns <= window.attributed_to_ns; ++begun)
+    any = any || passed(*begun);
+  if (!any) return;
+  for (auto kernel = window.kernels.begin(); kernel != begun; ++kernel)
+    if (passed(*kernel)) handler_.kernel_done(kernel->key, &kernel->bytes);
+  window.kernels.erase(std::remove_if(window.kernels.begin(), begun, passed), begun);
 }
 
 void link_attribution::retire_all(device_window& window) {
