@@ -219,16 +219,27 @@ bool metrics_sampler::start_device(device_state& state, std::string& error) {
     error = fmt::format("CUPTI's profiler host does not know its chip {}", state.chip);
     return false;
   }
+  // Why CUPTI refused the last metric or set, for the line that says none could be sampled.
+  std::string refusal;
+  const auto refused = [&](const char* step, CUptiResult result) {
+    refusal = fmt::format("{}: {}", step, cupti_error(result));
+    return metric_fit::refused;
+  };
   const auto has = [&](const std::string& name) {
     auto properties = parameters<CUpti_Profiler_Host_GetMetricProperties_Params>(CUpti_Profiler_Host_GetMetricProperties_Params_STRUCT_SIZE);
     properties.pHostObject = probe;
     properties.pMetricName = name.c_str();
-    return api.metric_properties(&properties) == CUPTI_SUCCESS;
+    const CUptiResult result = api.metric_properties(&properties);
+    if (result != CUPTI_SUCCESS) refused("the metric's properties", result);
+    return result == CUPTI_SUCCESS;
   };
   // Keeps the host object and config image of the last set that fits in one pass.
   const auto fits = [&](const std::vector<runtime::gpu_metric>& metrics) {
     CUpti_Profiler_Host_Object* host = api.make_host(state.chip, state.availability);
-    if (host == nullptr) return false;
+    if (host == nullptr) {
+      refusal = "the profiler host did not initialise";
+      return metric_fit::refused;
+    }
     std::vector<const char*> names;
     for (const runtime::gpu_metric& metric : metrics) names.push_back(metric.name);
     auto add = parameters<CUpti_Profiler_Host_ConfigAddMetrics_Params>(CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE);
@@ -240,30 +251,35 @@ bool metrics_sampler::start_device(device_state& state, std::string& error) {
     std::vector<std::uint8_t> config;
     auto image = parameters<CUpti_Profiler_Host_GetConfigImage_Params>(CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE);
     auto passes = parameters<CUpti_Profiler_Host_GetNumOfPasses_Params>(CUpti_Profiler_Host_GetNumOfPasses_Params_STRUCT_SIZE);
-    bool one_pass = api.add_metrics(&add) == CUPTI_SUCCESS && api.config_image_size(&size) == CUPTI_SUCCESS;
-    if (one_pass) {
+    const auto succeeded = [&](const char* step, CUptiResult result) {
+      if (result != CUPTI_SUCCESS) refused(step, result);
+      return result == CUPTI_SUCCESS;
+    };
+    metric_fit fit = metric_fit::refused;
+    if (succeeded("adding the metrics", api.add_metrics(&add)) &&
+        succeeded("the configuration's size", api.config_image_size(&size))) {
       config.resize(size.configImageSize);
       image.pHostObject = host;
       image.configImageSize = config.size();
       image.pConfigImage = config.data();
       passes.configImageSize = config.size();
       passes.pConfigImage = config.data();
-      one_pass = api.config_image(&image) == CUPTI_SUCCESS && api.passes(&passes) == CUPTI_SUCCESS &&
-                 passes.numOfPasses == 1;
+      if (succeeded("the configuration", api.config_image(&image)) && succeeded("its passes", api.passes(&passes)))
+        fit = passes.numOfPasses == 1 ? metric_fit::one_pass : metric_fit::more_passes;
     }
-    if (!one_pass) {
+    if (fit != metric_fit::one_pass) {
       api.free_host(host);
-      return false;
+      return fit;
     }
     api.free_host(state.host);
     state.host = host;
     state.config = std::move(config);
-    return true;
+    return metric_fit::one_pass;
   };
   const metric_selection selection = select_metrics(wanted_metrics(), has, fits);
   api.free_host(probe);
   if (selection.sampled.empty()) {
-    error = fmt::format("none of its counters can be sampled: {}", metric_names(wanted_metrics()));
+    error = fmt::format("none of its counters can be sampled ({}): {}", refusal, metric_names(wanted_metrics()));
     return false;
   }
   std::string missing;

@@ -20,13 +20,20 @@ const std::vector<runtime::gpu_metric>& wanted_metrics() {
 
 metric_selection select_metrics(const std::vector<runtime::gpu_metric>& wanted,
                                 const std::function<bool(const std::string&)>& has,
-                                const std::function<bool(const std::vector<runtime::gpu_metric>&)>& fits) {
+                                const std::function<metric_fit(const std::vector<runtime::gpu_metric>&)>& fits) {
   metric_selection selection;
-  for (const runtime::gpu_metric& metric : wanted)
-    (has(metric.name) ? selection.sampled : selection.not_available).push_back(metric);
-  while (!selection.sampled.empty() && !fits(selection.sampled)) {
-    selection.left_out.insert(selection.left_out.begin(), selection.sampled.back());
-    selection.sampled.pop_back();
+  for (const runtime::gpu_metric& metric : wanted) {
+    if (!has(metric.name)) {
+      selection.not_available.push_back(metric);
+      continue;
+    }
+    std::vector<runtime::gpu_metric> with = selection.sampled;
+    with.push_back(metric);
+    switch (fits(with)) {
+      case metric_fit::one_pass: selection.sampled = std::move(with); break;
+      case metric_fit::more_passes: selection.left_out.push_back(metric); break;
+      case metric_fit::refused: selection.not_available.push_back(metric); break;
+    }
   }
   return selection;
 }

@@ -17,20 +17,25 @@
 namespace ferret::cupti {
 
 /// The counters sampled where the device has them, most wanted first: when
-/// they do not fit in one pass, the last go first.
+/// they do not fit in one pass, the later ones are left out.
 const std::vector<runtime::gpu_metric>& wanted_metrics();
 
 struct metric_selection {
   std::vector<runtime::gpu_metric> sampled;        // in wanted order
-  std::vector<runtime::gpu_metric> not_available;  // the device does not have them
+  std::vector<runtime::gpu_metric> not_available;  // the device lacks them, or CUPTI refused them
   std::vector<runtime::gpu_metric> left_out;       // had, but beyond one pass
 };
 
-/// The wanted metrics the device has (`has`), without the last ones while the
-/// rest does not fit in one pass (`fits`, asked at most once per metric).
+/// What configuring a set of counters gave.
+enum class metric_fit { one_pass, more_passes, refused };
+
+/// The wanted metrics the device has (`has`), each added to the set when the
+/// set with it still configures in one pass (`fits`, asked once per metric
+/// had, in wanted order). A metric CUPTI refuses leaves the others sampled: a
+/// single H200 names the NVLink counters but refuses to configure them.
 metric_selection select_metrics(const std::vector<runtime::gpu_metric>& wanted,
                                 const std::function<bool(const std::string&)>& has,
-                                const std::function<bool(const std::vector<runtime::gpu_metric>&)>& fits);
+                                const std::function<metric_fit(const std::vector<runtime::gpu_metric>&)>& fits);
 
 /// "nvltx__bytes.sum, nvlrx__bytes.sum" — for the line that says what is missing.
 std::string metric_names(const std::vector<runtime::gpu_metric>& metrics);
