@@ -2,7 +2,6 @@
 #include "cupti_subscriber.hpp"
 
 #include <atomic>
-#include <cstring>
 #include <memory>
 #include <mutex>
 
@@ -31,7 +30,6 @@ struct subscriber_state {
   std::unique_ptr<std::atomic<std::uint64_t>[]> launched =
       std::make_unique<std::atomic<std::uint64_t>[]>(tracked_correlations / 64);
   std::vector<bool> launch_ids[2];  // by domain (runtime 0, driver 1), callback id
-  bool zeroed_buffers = false;      // cupti_tuning::zeroed_buffers
 };
 
 // Never destroyed: CUPTI may hand buffers back while the process exits.
@@ -49,7 +47,7 @@ void check(CUptiResult result, const char* call) {
 
 // Called with the state's mutex held.
 std::uint8_t* allocate_buffer(subscriber_state& s) {
-  s.buffers.emplace_back(new std::uint8_t[buffer_bytes]());  // zeroed
+  s.buffers.emplace_back(new std::uint8_t[buffer_bytes]);
   ++s.counts.buffers_allocated;
   return s.buffers.back().get();
 }
@@ -98,9 +96,6 @@ void CUPTIAPI take_buffer(CUcontext context, std::uint32_t stream, std::uint8_t*
   std::size_t dropped = 0;
   cuptiActivityGetNumDroppedRecords(context, stream, &dropped);
 
-  // On the thread that hands buffers back (CUPTI's worker, or the flushing
-  // one), not on the one that will ask for the buffer.
-  if (s.zeroed_buffers) std::memset(buffer, 0, valid_bytes);
   const std::lock_guard lock(s.mutex);
   s.counts.records += records;
   s.counts.kernels_joined += joined;
@@ -160,38 +155,8 @@ cupti_counts records_since(const cupti_counts& now, const cupti_counts& earlier)
   return difference;
 }
 
-// Set before CUDA makes a context: the device buffer's settings apply to new ones.
-void tune(subscriber_state& s, cupti_tuning tuning) {
-  switch (tuning) {
-    case cupti_tuning::none: return;
-    case cupti_tuning::zeroed_buffers: {
-      std::uint8_t zeroed = 1;
-      std::size_t size = sizeof zeroed;
-      check(cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &size, &zeroed),
-            "cuptiActivitySetAttribute(ZEROED_OUT_ACTIVITY_BUFFER)");
-      s.zeroed_buffers = true;
-      return;
-    }
-    case cupti_tuning::device_buffer_32m: {
-      std::size_t bytes = std::size_t{32} << 20;
-      std::size_t size = sizeof bytes;
-      check(cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE, &size, &bytes),
-            "cuptiActivitySetAttribute(DEVICE_BUFFER_SIZE)");
-      return;
-    }
-    case cupti_tuning::pinned_profiling_buffer: {
-      std::uint8_t pinned = 1;
-      std::size_t size = sizeof pinned;
-      check(cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_MEM_ALLOCATION_TYPE_HOST_PINNED, &size, &pinned),
-            "cuptiActivitySetAttribute(MEM_ALLOCATION_TYPE_HOST_PINNED)");
-      return;
-    }
-  }
-}
-
-void start_cupti(const std::vector<CUpti_ActivityKind>& kinds, callback_set callbacks, cupti_tuning tuning) {
+void start_cupti(const std::vector<CUpti_ActivityKind>& kinds, callback_set callbacks) {
   subscriber_state& s = state();
-  tune(s, tuning);
   {
     const std::lock_guard lock(s.mutex);
     while (s.buffers.size() < buffers_at_start) s.free_buffers.push_back(allocate_buffer(s));

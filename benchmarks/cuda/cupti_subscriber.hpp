@@ -70,19 +70,6 @@ enum class callback_set {
   driver_launch_records_external,
 };
 
-// CUPTI's own settings that may change what kernel tracing costs the launching
-// thread (issue 27: CUPTI's kernel kind is most of any tracer's cost).
-enum class cupti_tuning {
-  none,
-  // Buffers handed to CUPTI already zeroed (zeroed again when they come
-  // back), so that CUPTI does not zero them on the thread that needs one.
-  zeroed_buffers,
-  // 32 MiB of device memory per profiling buffer instead of ~3 MB.
-  device_buffer_32m,
-  // The kernels' timestamps in pinned host memory instead of device memory.
-  pinned_profiling_buffer,
-};
-
 struct cupti_counts {
   std::uint64_t records = 0;
   std::uint64_t dropped = 0;
@@ -101,8 +88,7 @@ cupti_counts records_since(const cupti_counts& now, const cupti_counts& earlier)
 
 // One subscriber per process (CUPTI allows only one before CUDA 13.3).
 // Throws cupti_failure when CUPTI refuses, e.g. another tool already subscribed.
-void start_cupti(const std::vector<CUpti_ActivityKind>& kinds, callback_set callbacks,
-                 cupti_tuning tuning = cupti_tuning::none);
+void start_cupti(const std::vector<CUpti_ActivityKind>& kinds, callback_set callbacks);
 
 // Forces CUPTI to hand back every buffer, incomplete ones too, and returns the
 // counts so far. Synchronise the device first for complete records.

@@ -40,9 +40,7 @@
 //          or driver-ferret (driver calls alone); or no callback but activity
 //          records of the driver's launch calls alone: driver-launch-records,
 //          and driver-launch-records-external with an external correlation id
-//          pushed once. --tuning changes one of CUPTI's settings
-//          (cupti_subscriber.hpp): none, zeroed-buffers, device-buffer-32m or
-//          pinned-profiling-buffer.
+//          pushed once.
 //
 // Fields: ops and timed_s are the timed operations and the seconds they took
 // (steady_clock); records counts the activity records CUPTI delivered for the
@@ -86,11 +84,10 @@ constexpr std::string_view usage_text =
     "         [--kinds=all|ferret|none|KIND,...]\n"
     "         [--callbacks=none|runtime|driver|both|launch|ferret|driver-launch|driver-ferret|\n"
     "                      driver-launch-records|driver-launch-records-external]\n"
-    "         [--tuning=none|zeroed-buffers|device-buffer-32m|pinned-profiling-buffer]\n"
     "         [--launches=N] [--iterations=N] [--calls=N] [--warmup=N] [--gemm=bf16|fp32]\n"
     "  KIND: kernel, memcpy, memcpy2, memset, memory2, sync, runtime, driver, device,\n"
     "        context, overhead\n"
-    "  --kinds, --callbacks and --tuning need --mode=cupti; --launches is for storm,\n"
+    "  --kinds and --callbacks need --mode=cupti; --launches is for storm,\n"
     "  --iterations for loop and stencil, --gemm for loop, --calls for getters.\n"
     "  Prints one 'result ...' line.\n";
 
@@ -116,10 +113,6 @@ constexpr names_of<callback_set, 10> callback_names{{{"none", callback_set::none
                                                     {"driver-launch-records", callback_set::driver_launch_records},
                                                     {"driver-launch-records-external",
                                                      callback_set::driver_launch_records_external}}};
-constexpr names_of<cupti_tuning, 4> tuning_names{{{"none", cupti_tuning::none},
-                                                  {"zeroed-buffers", cupti_tuning::zeroed_buffers},
-                                                  {"device-buffer-32m", cupti_tuning::device_buffer_32m},
-                                                  {"pinned-profiling-buffer", cupti_tuning::pinned_profiling_buffer}}};
 constexpr names_of<gemm_type, 2> gemm_names{{{"bf16", gemm_type::bf16}, {"fp32", gemm_type::fp32}}};
 
 template <typename T, std::size_t N>
@@ -154,7 +147,6 @@ struct options {
   mode how = mode::bare;
   std::vector<CUpti_ActivityKind> kinds;
   callback_set callbacks = callback_set::none;
-  cupti_tuning tuning = cupti_tuning::none;
   std::optional<std::int64_t> launches;
   std::optional<std::int64_t> iterations;
   std::optional<std::int64_t> calls;
@@ -250,8 +242,6 @@ std::variant<options, bad_arguments> parse_options(int argc, char** argv) {
       parsed.kinds_given = true;
     } else if (name == "callbacks") {
       if (!choose(callback_names, parsed.callbacks)) return bad_value(alternatives(callback_names));
-    } else if (name == "tuning") {
-      if (!choose(tuning_names, parsed.tuning)) return bad_value(alternatives(tuning_names));
     } else if (name == "launches") {
       if (!count(1, parsed.launches)) return bad_value("a positive integer");
     } else if (name == "iterations") {
@@ -266,10 +256,9 @@ std::variant<options, bad_arguments> parse_options(int argc, char** argv) {
       return bad_arguments{fmt::format("unknown option --{}", name)};
     }
   }
-  const bool tracing_options =
-      parsed.kinds_given || parsed.callbacks != callback_set::none || parsed.tuning != cupti_tuning::none;
+  const bool tracing_options = parsed.kinds_given || parsed.callbacks != callback_set::none;
   if (parsed.how == mode::bare && tracing_options) {
-    return bad_arguments{"--kinds, --callbacks and --tuning need --mode=cupti"};
+    return bad_arguments{"--kinds and --callbacks need --mode=cupti"};
   }
   if (parsed.work != workload::loop && parsed.gemm) return bad_arguments{"--gemm is for --workload=loop"};
   if (parsed.work != workload::loop && parsed.work != workload::stencil && parsed.iterations) {
@@ -323,7 +312,7 @@ int run(const options& chosen) {
     }
   }
   const bool tracing = chosen.how == mode::cupti;
-  if (tracing) start_cupti(chosen.kinds, chosen.callbacks, chosen.tuning);
+  if (tracing) start_cupti(chosen.kinds, chosen.callbacks);
 
   workload_settings settings{};
   settings.gemm = chosen.gemm.value_or(gemm_type::bf16);
@@ -370,10 +359,9 @@ int run(const options& chosen) {
                       counts.records, counts.dropped);
   if (tracing) {
     line += fmt::format(
-        " kinds={} callbacks={} tuning={} api_callbacks={} buffers={} declined={} callbacks_refused={}"
+        " kinds={} callbacks={} api_callbacks={} buffers={} declined={} callbacks_refused={}"
         " kernels_joined={}",
-        kinds_list(chosen.kinds), name_of(callback_names, chosen.callbacks),
-        name_of(tuning_names, chosen.tuning), counts.api_callbacks,
+        kinds_list(chosen.kinds), name_of(callback_names, chosen.callbacks), counts.api_callbacks,
         counts.buffers_allocated, counts.buffers_declined, counts.callbacks_refused,
         counts.kernels_joined);
     line += fmt::format(" records_by_kind={}", records_by_kind(counts));

@@ -17,9 +17,7 @@
 #            kernel kind alone; + the callbacks of the runtime's launch calls;
 #            + the driver's launch callbacks alone (no runtime domain); + the
 #            runtime API's activity records (how Kineto times calls), alone
-#            and with the driver's launch callbacks; the kernel kind with
-#            one of CUPTI's settings changed (buffers handed over zeroed, a
-#            32 MiB device buffer, timestamps in pinned host memory);
+#            and with the driver's launch callbacks;
 #            + every callback ferret subscribes to; + every activity kind
 #            ferret enables but OVERHEAD; + OVERHEAD (ferret's CUPTI
 #            configuration, without ferret's own work); ferret (chrome trace) with FERRET_CUDA_API=work (default)
@@ -169,7 +167,7 @@ else
   injection=
 fi
 
-# The tables' rows: "label|how". how: bare | cupti KINDS CALLBACKS [TUNING] |
+# The tables' rows: "label|how". how: bare | cupti KINDS CALLBACKS |
 # ferret FERRET_CUDA_API | profiler (torch only).
 storm_rows=(
   "bare|bare"
@@ -178,9 +176,6 @@ storm_rows=(
   "kernel + driver launch callbacks alone|cupti kernel driver-launch"
   "kernel + driver launch activity records, no callback|cupti kernel driver-launch-records"
   "kernel + driver launch records + one external correlation id|cupti kernel driver-launch-records-external"
-  "CUPTI kernel kind, buffers handed over zeroed|cupti kernel none zeroed-buffers"
-  "CUPTI kernel kind, 32 MiB device buffer|cupti kernel none device-buffer-32m"
-  "CUPTI kernel kind, timestamps in pinned host memory|cupti kernel none pinned-profiling-buffer"
   "kernel + runtime API activity records|cupti kernel,runtime none"
   "kernel + runtime API activity records + driver launch callbacks|cupti kernel,runtime driver-launch"
   "kernel + ferret's callbacks|cupti kernel ferret"
@@ -246,9 +241,7 @@ row_command() {  # table how...
     bare)
       command=("${prefix[@]}" "${workload[@]}")
       [[ $table != torch && $table != train ]] && command+=(--mode=bare) ;;
-    cupti)
-      command=("${prefix[@]}" "${workload[@]}" --mode=cupti --kinds="$2" --callbacks="$3")
-      [[ -n ${4:-} ]] && command+=(--tuning="$4") ;;
+    cupti) command=("${prefix[@]}" "${workload[@]}" --mode=cupti --kinds="$2" --callbacks="$3") ;;
     profiler) command=("${prefix[@]}" "${workload[@]}" --profiler) ;;
     ncu)
       # The same per-line stall view from Nsight Compute: every kernel replayed,
