@@ -1361,6 +1361,19 @@ TEST_CASE("link traffic by kernel: exact when one kernel ran, shared by overlap,
                           });
 }
 
+TEST_CASE("a sampled level is given to three digits, as the rates beside it") {
+  summary_run run;
+  run.backend().gpu_sampled_metrics(rt::gpu_metric_set{0, link_metrics, ms});
+  // An empty-kernel storm keeps the SMs active 0.02 % of the time (H200, 2026-11-29).
+  deliver_intervals(run.backend(), 0, {{{0, 0, 0, 0, 0.0243199}}, {{0, 0, 0, 0, 0.0279381}}});
+  const std::string report = run.finish();
+  INFO(report);
+  const lines counters = section(report, "Sampled counters per GPU (PM sampling)");
+  REQUIRE(counters.size() == 6);
+  CHECK(rows(counters).back() ==
+        std::vector<std::string>{"GPU 0", "SM activity", "-", "0.0261 percent", "0.0279 percent", "0.002 s"});
+}
+
 TEST_CASE("link traffic by kernel: the top 10 kernels, the rest summed per link") {
   summary_run run;
   run.backend().gpu_sampled_metrics(rt::gpu_metric_set{0, link_metrics, ms});

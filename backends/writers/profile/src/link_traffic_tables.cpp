@@ -33,11 +33,12 @@ std::string bytes_rate_text(double per_second) {
 }
 
 // A rate or level with its unit: bytes per second as bytes_rate_text, others
-// as "%g <unit>/s" (accumulating) or "%g <unit>".
+// as "%g <unit>/s" (accumulating) or a level to three digits, as the rates
+// beside it ("0.0243 percent", "50 percent").
 std::string rate_cell(double value, const sampled_metric_totals& metric) {
   if (metric.accumulates && metric.unit == "bytes") return bytes_rate_text(value);
   if (metric.accumulates) return fmt::format("{} {}/s", value_text(value), metric.unit);
-  return fmt::format("{} {}", value_text(value), metric.unit);
+  return fmt::format("{:.3g} {}", value, metric.unit);
 }
 
 }  // namespace
