@@ -141,6 +141,7 @@ bool exit_guard::start(int fd, off_t events_end, std::string_view trailer) {
     return false;
   }
   pid_ = pid;
+  owner_ = ::getpid();
   stack_ = stack;
   return true;
 }
@@ -181,6 +182,10 @@ void exit_guard::restart(int fd) {
 }
 
 void exit_guard::forget() noexcept {
+  if (pid_ > 0 && ::getpid() == owner_) {
+    stop(false);
+    return;
+  }
   runtime::close_if_open_on(pipe_write_, pipe_);
   pipe_write_ = -1;
   pid_ = -1;  // the parent's child, not ours

@@ -57,6 +57,9 @@ class exit_guard {
   void finish() noexcept;
 
   /// In a fork child: lets go of the parent's guard without telling it anything.
+  /// Called in the process that started the guard, it stops it as the
+  /// destructor does (closing our end of the pipe there wakes the guard, which
+  /// must not lose its stack while it closes the file).
   void forget() noexcept;
 
   bool running() const noexcept { return pid_ > 0; }
@@ -91,6 +94,7 @@ class exit_guard {
   runtime::file_identity pipe_;       // what pipe_write_ is open on
   int max_descriptors_ = 0;           // for closing the others without close_range
   pid_t pid_ = -1;
+  pid_t owner_ = -1;                  // the process that started the guard
   void* stack_ = nullptr;
 };
 
