@@ -124,6 +124,7 @@ class process {
     fake_sanitizer_callback(api::domain_launch, api::launch_end, &data);
     if (correlation != 0) peer_access_counter::end_launch_call(correlation);
     auto* given = static_cast<ferret_peer_launch*>(const_cast<void*>(fake_sanitizer_launch_data(data.launch)));
+    last_launch_ = given;
     if (given == nullptr) return;  // not counted: the patch returns at once
     for (std::uint32_t i = 0; i < peer_loads; ++i) {
       ferret::testing::count_access(*given, kernel_pc + 0x80, peer_buffer + 4 * i, 4, FERRET_PEER_FLAG_READ);
@@ -131,6 +132,17 @@ class process {
     }
     for (std::uint32_t i = 0; i < other_loads; ++i)
       ferret::testing::count_access(*given, kernel_pc + 0xa0, other + 4 * i, 4, FERRET_PEER_FLAG_READ);
+  }
+  // The last launch's kernel ran from `entered` to `exited` on the device's global timer.
+  void time_last_launch(std::uint64_t entered, std::uint64_t exited) {
+    REQUIRE(last_launch_ != nullptr);
+    last_launch_->first_entry_inverted = ~entered;
+    last_launch_->last_exit = exited;
+  }
+  std::vector<ferret::runtime::gpu_activity> kernels() {
+    std::vector<ferret::runtime::gpu_activity> handed;
+    counter_->hand_over_kernels(handed);
+    return handed;
   }
   // Bytes loaded per launch call and device reached, of the launches read
   // back since the last call; `collect`: the drain's read-back first.
@@ -179,6 +191,7 @@ class process {
   std::unique_ptr<peer_access_counter> counter_;
   std::vector<CUcontext> contexts_;
   std::uintptr_t next_launch_ = 0x1000;
+  ferret_peer_launch* last_launch_ = nullptr;
 };
 
 using bytes_by_call = std::map<std::uint64_t, std::uint64_t>;
@@ -195,6 +208,45 @@ TEST_CASE("each launch's loads from the peer come back once, joined to its launc
   CHECK(p.peer_bytes().empty());
   CHECK(p.metadata("peer-access-launches-counted") == 2);
   CHECK(p.metadata("peer-access-launches-dropped-no-call") == 1);
+}
+
+TEST_CASE("each launch read back is a kernel on the host's clock, with its stream, size and bytes") {
+  process p;
+  p.create_context(context_a);
+  const std::uint64_t timer = 1'795'925'722'000'000'000;  // the device's global timer, far from the host's clock
+  const std::int64_t before_first = ferret::runtime::monotonic_raw_ns();
+  p.launch(context_a, stream_a, 7, 100);
+  const std::int64_t after_first = ferret::runtime::monotonic_raw_ns();
+  p.time_last_launch(timer, timer + 50'000);
+  p.launch(context_a, stream_b, 8, 0);
+  p.time_last_launch(timer + 900'000'000, timer + 900'020'000);  // 0.9 s later on the timer
+  p.launch(context_a, stream_a, 9, 10);                           // not timed: no block ran it
+  p.bytes();
+  const std::vector<ferret::runtime::gpu_activity> kernels = p.kernels();
+  REQUIRE(kernels.size() == 2);
+  const ferret::runtime::gpu_activity& first = kernels[0];
+  CHECK(first.operation == ferret::runtime::gpu_operation::kernel);
+  CHECK(first.launch.correlation == 7);
+  CHECK(std::string{first.name} == kernel_name);
+  CHECK(first.device == 0);
+  CHECK(first.stream == 1);
+  // The first launch bounds the timer: its kernel begins when it was launched.
+  CHECK(first.start_ns >= before_first);
+  CHECK(first.start_ns <= after_first);
+  CHECK(first.end_ns - first.start_ns == 50'000);
+  REQUIRE(first.remote != nullptr);
+  REQUIRE(first.remote->target_count == 1);
+  CHECK(first.remote->targets[0].device == 1);
+  CHECK(first.remote->targets[0].loaded_bytes == 400);
+  CHECK(first.remote->targets[0].stored_bytes == 0);
+  const ferret::runtime::gpu_activity& second = kernels[1];
+  CHECK(second.launch.correlation == 8);
+  CHECK(second.stream == 2);
+  CHECK(second.start_ns - first.start_ns == 900'000'000);
+  CHECK(second.end_ns - second.start_ns == 20'000);
+  CHECK(second.remote == nullptr);  // it reached no other memory
+  CHECK(p.metadata("peer-access-kernels-untimed") == 1);
+  CHECK(p.kernels().empty());
 }
 
 TEST_CASE("a stream's launches are read back before the stream goes") {

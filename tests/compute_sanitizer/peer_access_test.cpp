@@ -1,13 +1,15 @@
 // Device-initiated traffic, the host's half (backends/collectors/compute_sanitizer):
 // the key packing and range search the device patch uses, the versioned
-// range tables and the decoding of a launch's counters — without a GPU: the
-// counters are filled here as the patch fills them.
+// range tables, the decoding of a launch's counters and a counting run's
+// kernel times and totals — without a GPU: the counters are filled here as
+// the patch fills them.
 #include <doctest/doctest.h>
 
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "kernel_timing.hpp"
 #include "memory_ranges.hpp"
 #include "patch_on_host.hpp"
 #include "peer_access_decoder.hpp"
@@ -19,6 +21,8 @@ namespace {
 using ferret::compute_sanitizer::decode_launch;
 using ferret::compute_sanitizer::decode_losses;
 using ferret::compute_sanitizer::function_map;
+using ferret::compute_sanitizer::global_timer_clock;
+using ferret::compute_sanitizer::kernel_remote_traffic;
 using ferret::compute_sanitizer::memory_ranges;
 using ferret::compute_sanitizer::parse_peer_accesses;
 using ferret::compute_sanitizer::source_line;
@@ -107,7 +111,7 @@ TEST_CASE("a launch's counters become device-initiated traffic by function, line
   const auto table = known.current();
   std::vector<ferret_peer_counter> counters(64);
   ferret_peer_launch launch{table->ranges.data(), static_cast<std::uint32_t>(table->ranges.size()), 0,
-                            counters.data(), 64, 0, {0, 0}};
+                            counters.data(), 64, 0, {0, 0}, 0, 0};
   const std::uint64_t kernel = 0x7000'0000;
   const std::uint64_t helper = 0x7000'1000;
   for (std::uint64_t i = 0; i < 256; ++i) count_access(launch, kernel + 0x80, 0x2'0000'0000 + 4 * i, 4, FERRET_PEER_FLAG_READ);
@@ -186,7 +190,7 @@ TEST_CASE("accesses spanning two objects are said; a full table and unpackable k
   known.allocated(0x2'0000'0000, 1 << 20, 1);
   const auto table = known.current();
   std::vector<ferret_peer_counter> counters(2);
-  ferret_peer_launch launch{table->ranges.data(), 1, 0, counters.data(), 2, 0, {0, 0}};
+  ferret_peer_launch launch{table->ranges.data(), 1, 0, counters.data(), 2, 0, {0, 0}, 0, 0};
   count_access(launch, 0x7000'0000, 0x2'0000'0000, 4, FERRET_PEER_FLAG_READ);
   count_access(launch, 0x7000'0000, 0x2'0000'2000, 4, FERRET_PEER_FLAG_READ);  // the same key, another object
   count_access(launch, 0x7000'0010, 0x2'0000'0000, 4, FERRET_PEER_FLAG_READ);
@@ -220,4 +224,40 @@ TEST_CASE("FERRET_CUDA_PEER_ACCESSES takes 0 or 1, nothing else") {
   CHECK(parse_peer_accesses("0") == false);
   CHECK(parse_peer_accesses("1") == true);
   for (const char* wrong : {"yes", "on", "true", "2", " 1", "01"}) CHECK(!parse_peer_accesses(wrong).has_value());
+}
+
+TEST_CASE("the global timer is placed on the host's clock by the launch with the least latency") {
+  global_timer_clock clock;
+  const std::uint64_t ahead = 1'795'925'722'209'800'000;  // the timer's offset: an epoch, as on an H200
+  // Launched at host 1 000 000, began 8 µs later (idle GPU): the offset is bounded to ahead + 8 µs.
+  clock.bound(1'000'000, ahead + 1'008'000);
+  CHECK(clock.to_host(ahead + 1'008'000) == 1'000'000);  // never before its own launch
+  // Queued behind other work (began 500 µs after its launch): the bound stays.
+  clock.bound(2'000'000, ahead + 2'500'000);
+  CHECK(clock.to_host(ahead + 2'500'000) == 2'492'000);
+  // A launch with less latency (3 µs) tightens it for the kernels after.
+  clock.bound(3'000'000, ahead + 3'003'000);
+  CHECK(clock.to_host(ahead + 3'003'000) == 3'000'000);
+  CHECK(clock.to_host(ahead + 4'000'000) == 3'997'000);
+}
+
+TEST_CASE("a launch's bytes per memory reached: loads apart from stores and atomics, most bytes first") {
+  using ferret::runtime::gpu_remote_access_batch;
+  std::vector<gpu_remote_access_batch> batches(2);
+  batches[0].accesses = {{0x10, nullptr, 0, 1, memory_access::load, 0, 10, 40},
+                         {0x20, nullptr, 0, -1, memory_access::store, 0, 2, 16},
+                         {0x30, nullptr, 0, 1, memory_access::atomic, 0, 1, 4}};
+  batches[1].accesses = {{0x40, nullptr, 0, 1, memory_access::store, 0, 3, 12},  // a device function's
+                         {0x50, nullptr, 0, 2, memory_access::load, 0, 100, 400}};
+  const auto totals = kernel_remote_traffic(batches.data(), batches.size());
+  REQUIRE(totals.target_count == 3);
+  CHECK(totals.targets[0].device == 2);
+  CHECK(totals.targets[0].loaded_bytes == 400);
+  CHECK(totals.targets[0].stored_bytes == 0);
+  CHECK(totals.targets[1].device == 1);
+  CHECK(totals.targets[1].loaded_bytes == 40);
+  CHECK(totals.targets[1].stored_bytes == 16);
+  CHECK(totals.targets[2].device == -1);
+  CHECK(totals.targets[2].stored_bytes == 16);
+  CHECK(kernel_remote_traffic(batches.data(), 0).target_count == 0);
 }

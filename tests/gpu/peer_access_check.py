@@ -1,12 +1,51 @@
 #!/usr/bin/env python3
-"""peer_access_check.py PROGRAM_OUTPUT DUMP: gpu-test-peer-accesses' expectations
-(its "expected {json}" line) against ferret's device-initiated traffic (the
-peer-dump backend's JSON). Exact counts: the kernels touch each element once."""
+"""peer_access_check.py PROGRAM_OUTPUT DUMP CHROME: gpu-test-peer-accesses'
+expectations (its "expected {json}" line) against ferret's device-initiated
+traffic (the peer-dump backend's JSON) and the counting run's kernels in the
+Chrome trace. Exact counts: the kernels touch each element once."""
 import json
 import sys
 
 
-def main(output_path, dump_path):
+def check_kernels(chrome_path, expected, failures):
+    """Each region's kernel, timed by the patch, lies inside the region (which
+    waits for it) on the host's clock, with its bytes as arguments."""
+    with open(chrome_path) as chrome_file:
+        events = json.load(chrome_file)["traceEvents"]
+    regions = {e["name"]: e for e in events if e.get("ph") == "X" and "cat" not in e}  # the program's own
+    kernels = [e for e in events if e.get("ph") == "X" and e.get("cat") == "kernel"]
+    n, m = expected["n"], expected["m"]
+    wanted = {"host_reads": ("read_host", {"loaded from host": 4 * n}),
+              "local_only": ("local_only", {})}
+    if expected["peer"]:
+        wanted["peer"] = ("peer_traffic", {"loaded from GPU 1": 4 * n, "stored to GPU 1": 4 * m})
+    if len(kernels) != len(wanted):
+        failures.append(f"chrome: {len(kernels)} kernel slices, expected {len(wanted)}")
+    for region_name, (kernel_name, traffic) in wanted.items():
+        region = regions.get(region_name)
+        found = [k for k in kernels if k["name"].startswith(kernel_name + "(")]
+        if region is None or len(found) != 1:
+            failures.append(f"chrome: region {region_name}: {'found' if region else 'missing'}, "
+                            f"{len(found)} {kernel_name} kernel slices")
+            continue
+        kernel = found[0]
+        args = kernel["args"]
+        print(f"peer accesses: kernel {kernel['name']} {kernel['ts'] - region['ts']:.3f} µs into "
+              f"{region_name}, {kernel['dur']:.3f} µs long, ends {region['ts'] + region['dur'] - kernel['ts'] - kernel['dur']:.3f} "
+              f"µs before it; args {args}")
+        if kernel["ts"] < region["ts"] or kernel["ts"] + kernel["dur"] > region["ts"] + region["dur"]:
+            failures.append(f"chrome: {kernel_name} [{kernel['ts']}, +{kernel['dur']}] not inside {region_name} "
+                            f"[{region['ts']}, +{region['dur']}]")
+        if kernel["dur"] <= 0:
+            failures.append(f"chrome: {kernel_name} lasts {kernel['dur']} µs")
+        moved = {k: v for k, v in args.items() if k.startswith("loaded from") or k.startswith("stored to")}
+        if moved != traffic:
+            failures.append(f"chrome: {kernel_name}: {moved}, expected {traffic}")
+        if "launch" not in args or args.get("context") != region_name:
+            failures.append(f"chrome: {kernel_name} not joined to its launch in {region_name}: {args}")
+
+
+def main(output_path, dump_path, chrome_path):
     expected = None
     with open(output_path) as output:
         for line in output:
@@ -47,8 +86,7 @@ def main(output_path, dump_path):
         expect_row("peer", 1, "store", expected["peer_store_line"], "peer_output", m, 4 * m)
     else:
         print("peer accesses: one GPU (or no peer access): the peer case is left out")
-    # A counting run has no GPU timeline (the Compute Sanitizer excludes CUPTI):
-    # the totals are the launches' counts, all joined to their launch calls.
+    # The totals are the launches' counts, all joined to their launch calls.
     meta = dump["metadata"]
     launches = 3 if expected["peer"] else 2
     if meta.get("peer-access-launches-counted") != launches:
@@ -58,13 +96,14 @@ def main(output_path, dump_path):
         failures.append(f"gpu-device-initiated-bytes {meta.get('gpu-device-initiated-bytes')}, expected {total}")
     if meta.get("gpu-device-initiated-bytes-without-launch", 0) != 0:
         failures.append(f"bytes without launch: {meta.get('gpu-device-initiated-bytes-without-launch')}")
-    lost = {k: v for k, v in dump["metadata"].items() if "dropped" in k}
+    lost = {k: v for k, v in dump["metadata"].items() if "dropped" in k or "untimed" in k}
     if any(lost.values()):
         failures.append(f"losses: {lost}")
+    check_kernels(chrome_path, expected, failures)
     for failure in failures:
         print(f"peer accesses: FAILED: {failure}")
     return 1 if failures else 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], sys.argv[2]))
+    sys.exit(main(sys.argv[1], sys.argv[2], sys.argv[3]))

@@ -4,10 +4,11 @@
 # Compute Sanitizer API against the toolkit's headers (sanitizer_layouts.cpp,
 # compiled only) and the patch's counting called from an ordinary kernel
 # (gpu-test-peer-access-patch); then BUILD/bin/gpu-test-peer-accesses counted, with its
-# peer-dump backend and the summary, and peer_access_check.py compares the
-# counts with what the kernels do: exactly 4N bytes loaded from host memory at
-# the load's line and object, nothing for local accesses, and with two GPUs
-# 4N loaded from and 4M stored to GPU 1. Then the program without the
+# peer-dump backend, the summary and the Chrome trace, and peer_access_check.py
+# compares the counts with what the kernels do: exactly 4N bytes loaded from
+# host memory at the load's line and object, nothing for local accesses, and
+# with two GPUs 4N loaded from and 4M stored to GPU 1; and each kernel, timed
+# by the patch, inside its region with its bytes as arguments. Then the program without the
 # sanitizer's library (one line, the program runs on). Exit 0 pass, 1 fail,
 # 77 without a GPU or without the Compute Sanitizer.
 set -uo pipefail
@@ -40,7 +41,7 @@ fi
 
 rm -rf "$work"/peer*
 FERRET_CUDA_PEER_ACCESSES=1 CUDA_INJECTION64_PATH=$build/lib/libferret_cupti.so \
-  FERRET_BACKEND=summary,peer_dump FERRET_OUTPUT=$work/peer \
+  FERRET_BACKEND=summary,peer_dump,chrome FERRET_OUTPUT=$work/peer \
   "$program" > "$work/peer.out" 2> "$work/peer-summary.txt"
 status=$?
 cat "$work/peer.out"
@@ -55,7 +56,7 @@ if ! grep -q "ferret: FERRET_CUDA_PEER_ACCESSES=1: counting device-initiated tra
   cat "$work/peer-summary.txt"
   exit 1
 fi
-python3 "$here/peer_access_check.py" "$work/peer.out" "$work/peer.peer.json" || {
+python3 "$here/peer_access_check.py" "$work/peer.out" "$work/peer.peer.json" "$work/peer.json" || {
   echo "peer accesses: the run's stderr:"
   cat "$work/peer-summary.txt"
   exit 1

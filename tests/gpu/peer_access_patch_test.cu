@@ -2,7 +2,8 @@
 // inserts for FERRET_CUDA_PEER_ACCESSES (peer_access_patch.cu), called here
 // directly from an ordinary kernel, so that its counting — range search,
 // local accesses left out, warp lanes with one key added together, address
-// bounds, a full table counted lost — is checked on the GPU without the
+// bounds, a full table counted lost — and its timing of a kernel (block
+// entry and exit on the global timer) are checked on the GPU without the
 // sanitizer. The counters are decoded by the collector's own decoder. Exit 0
 // pass, 1 fail, 77 without a GPU.
 #include <cuda_runtime.h>
@@ -17,6 +18,8 @@
 
 extern "C" __device__ int ferret_peer_access(void* userdata, uint64_t pc, void* pointer, uint32_t access_size,
                                              uint32_t flags, const void* new_value);
+extern "C" __device__ int ferret_peer_block_enter(void* userdata, uint64_t pc);
+extern "C" __device__ int ferret_peer_block_exit(void* userdata, uint64_t pc);
 
 namespace {
 
@@ -39,6 +42,26 @@ __global__ void accesses(ferret_peer_launch* launch) {
                      FERRET_PEER_FLAG_READ, nullptr);
   ferret_peer_access(launch, kernel_pc + 0x50 + 0x10 * (thread % 8), reinterpret_cast<void*>(peer_base), 4,
                      FERRET_PEER_FLAG_READ | FERRET_PEER_FLAG_WRITE, nullptr);
+}
+
+__device__ unsigned long long global_timer() {
+  unsigned long long now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  return now;
+}
+
+// Timed as the sanitizer would patch it (every thread enters and exits); the
+// kernel notes its own first and last reading of the timer in `seen`, and its
+// last block runs 100 µs longer than the others.
+__global__ void timed(ferret_peer_launch* launch, unsigned long long* seen) {
+  ferret_peer_block_enter(launch, 0);
+  const unsigned long long start = global_timer();
+  atomicMin(&seen[0], start);
+  const unsigned long long spin = blockIdx.x + 1 == gridDim.x ? 120'000 : 20'000;
+  unsigned long long now = start;
+  while (now - start < spin) now = global_timer();
+  atomicMax(&seen[1], now);
+  ferret_peer_block_exit(launch, 0);
 }
 
 int failures = 0;
@@ -71,7 +94,7 @@ int main() {
   cudaMalloc(&launch, sizeof(ferret_peer_launch));
   cudaMemcpy(ranges, table->ranges.data(), table->ranges.size() * sizeof(ferret_peer_range), cudaMemcpyHostToDevice);
   cudaMemset(counters, 0, slots * sizeof(ferret_peer_counter));
-  const ferret_peer_launch given{ranges, static_cast<std::uint32_t>(table->ranges.size()), 0, counters, slots, 0, {0, 0}};
+  const ferret_peer_launch given{ranges, static_cast<std::uint32_t>(table->ranges.size()), 0, counters, slots, 0, {0, 0}, 0, 0};
   cudaMemcpy(launch, &given, sizeof given, cudaMemcpyHostToDevice);
   accesses<<<2, 64>>>(launch);
   if (const cudaError_t status = cudaDeviceSynchronize(); status != cudaSuccess) {
@@ -125,7 +148,7 @@ int main() {
 
   // A table of two counters: what does not fit is counted lost, not dropped silently.
   cudaMemset(counters, 0, slots * sizeof(ferret_peer_counter));
-  const ferret_peer_launch small{ranges, static_cast<std::uint32_t>(table->ranges.size()), 0, counters, 2, 0, {0, 0}};
+  const ferret_peer_launch small{ranges, static_cast<std::uint32_t>(table->ranges.size()), 0, counters, 2, 0, {0, 0}, 0, 0};
   cudaMemcpy(launch, &small, sizeof small, cudaMemcpyHostToDevice);
   accesses<<<2, 64>>>(launch);
   cudaDeviceSynchronize();
@@ -135,6 +158,32 @@ int main() {
   for (std::uint32_t slot = 0; slot < 2; ++slot) counted += read[slot].accesses;
   expect(header.used_slots == 2, "a full table: two counters taken");
   expect(counted == 128 + 64 + 128 + 128, "a full table: every non-local access counted or counted lost");
+
+  // Timing: the first entry before the kernel's first reading of the timer,
+  // the last exit after its last, each within 5 µs (the exit to a microsecond).
+  const ferret_peer_launch untimed{ranges, static_cast<std::uint32_t>(table->ranges.size()), 0, counters, slots, 0, {0, 0}, 0, 0};
+  cudaMemcpy(launch, &untimed, sizeof untimed, cudaMemcpyHostToDevice);
+  unsigned long long* seen = nullptr;
+  cudaMalloc(&seen, 2 * sizeof(unsigned long long));
+  const unsigned long long seen_start[2] = {~0ull, 0};
+  cudaMemcpy(seen, seen_start, sizeof seen_start, cudaMemcpyHostToDevice);
+  timed<<<264, 128>>>(launch, seen);
+  if (const cudaError_t status = cudaDeviceSynchronize(); status != cudaSuccess) {
+    std::printf("peer access patch: FAILED: the timed kernel: %s\n", cudaGetErrorString(status));
+    return 1;
+  }
+  unsigned long long kernel_seen[2] = {0, 0};
+  cudaMemcpy(kernel_seen, seen, sizeof kernel_seen, cudaMemcpyDeviceToHost);
+  cudaMemcpy(&header, launch, sizeof header, cudaMemcpyDeviceToHost);
+  const unsigned long long entered = ~header.first_entry_inverted, exited = header.last_exit;
+  std::printf("peer access patch: timed kernel: entry %llu ns before its first reading, exit %lld ns after its "
+              "last, %llu ns long\n",
+              kernel_seen[0] - entered, static_cast<long long>(exited - kernel_seen[1]), exited - entered);
+  expect(header.first_entry_inverted != 0 && exited != 0, "the timed kernel: entry and exit noted");
+  expect(entered <= kernel_seen[0] && kernel_seen[0] - entered < 5'000, "the entry: at most 5 µs before the kernel's first reading");
+  expect(exited + 1'024 > kernel_seen[1] && exited < kernel_seen[1] + 5'000, "the exit: within a µs before to 5 µs after the kernel's last reading");
+  expect(exited - entered >= 120'000, "the timed kernel: at least its last block's 120 µs");
+
   if (failures == 0) std::printf("peer access patch: passed\n");
   return failures == 0 ? 0 : 1;
 }

@@ -31,6 +31,8 @@ static_assert(api::memory_alloc_async == SANITIZER_CBID_RESOURCE_MEMORY_ALLOC_AS
 static_assert(api::memory_free_async == SANITIZER_CBID_RESOURCE_MEMORY_FREE_ASYNC);
 static_assert(api::launch_begin == SANITIZER_CBID_LAUNCH_BEGIN);
 static_assert(api::launch_end == SANITIZER_CBID_LAUNCH_END);
+static_assert(api::instruction_block_enter == SANITIZER_INSTRUCTION_BLOCK_ENTER);
+static_assert(api::instruction_block_exit == SANITIZER_INSTRUCTION_BLOCK_EXIT);
 static_assert(api::instruction_global_memory_access == SANITIZER_INSTRUCTION_GLOBAL_MEMORY_ACCESS);
 static_assert(api::memory_flag_managed == SANITIZER_MEMORY_FLAG_MANAGED);
 static_assert(api::memory_flag_peer == SANITIZER_MEMORY_FLAG_PEER);
@@ -69,6 +71,8 @@ SAME_OFFSET(api::launch_data, Sanitizer_LaunchData, stream_handle_, hStream);
 SAME_OFFSET(api::launch_data, Sanitizer_LaunchData, module, module);
 SAME_OFFSET(api::launch_data, Sanitizer_LaunchData, function, function);
 SAME_OFFSET(api::launch_data, Sanitizer_LaunchData, function_name, functionName);
+SAME_OFFSET(api::launch_data, Sanitizer_LaunchData, grid_dim, gridDim_x);
+SAME_OFFSET(api::launch_data, Sanitizer_LaunchData, block_dim, blockDim_x);
 SAME_OFFSET(api::launch_data, Sanitizer_LaunchData, launch, hLaunch);
 SAME_OFFSET(api::launch_data, Sanitizer_LaunchData, device, device);
 

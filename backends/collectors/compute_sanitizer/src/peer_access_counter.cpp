@@ -45,19 +45,10 @@ constexpr std::uint32_t host_memory_calls[] = {
     CUPTI_DRIVER_TRACE_CBID_cuMemUnmap};
 
 thread_local std::uint64_t t_launch_correlation = 0;
-// Set while ferret's own sanitizer calls run on this thread: an allocation
-// they report is ferret's (and its callback must not take the lock again).
+// Set while ferret's own sanitizer or CUDA calls run on this thread: an
+// allocation they report is ferret's (and its callback must not take the lock
+// again), a driver call not the program's.
 thread_local bool t_inside_counter = false;
-
-struct inside_counter {
-  inside_counter() : outer_(t_inside_counter) { t_inside_counter = true; }
-  ~inside_counter() { t_inside_counter = outer_; }
-  inside_counter(const inside_counter&) = delete;
-  inside_counter& operator=(const inside_counter&) = delete;
-
- private:
-  bool outer_;  // nested: a read-back inside a launch callback
-};
 
 // Where the library is looked for: FERRET_SANITIZER_LIBRARY, then beside the
 // toolkits' usual homes, then the loader's path.
@@ -80,6 +71,9 @@ bool look_up(void* library, const char* name, F& function) {
 }
 
 }  // namespace
+
+peer_access_counter::own_calls::own_calls() : outer_(t_inside_counter) { t_inside_counter = true; }
+peer_access_counter::own_calls::~own_calls() { t_inside_counter = outer_; }
 
 struct peer_access_counter::device_table {
   std::shared_ptr<const memory_ranges::table> ranges_on_host;  // the version it copies
@@ -110,6 +104,12 @@ struct peer_access_counter::launch_in_flight {
   std::uint64_t correlation;
   api::stream_handle stream;  // read back on it: in order after the kernel
   std::uint64_t order;        // launches_ are read back oldest first when slots run out
+  // For its kernel's event:
+  std::int64_t submitted_ns;  // CLOCK_MONOTONIC_RAW, when the launch callback was done: before the kernel
+  const char* name;           // mangled; interned
+  std::uint32_t stream_id;
+  std::uint32_t grid[3];
+  std::uint32_t block[3];
 };
 
 std::unique_ptr<peer_access_counter> peer_access_counter::start(cubin_lines lines,
@@ -370,7 +370,7 @@ void peer_access_counter::on_host_memory_call(api::callback_id id, const api::ca
 
 void peer_access_counter::module_loaded(const api::resource_module_data& module) {
   std::lock_guard lock{mutex_};
-  const inside_counter inside;
+  const own_calls inside;
   context_state* state = context_of(module.context);
   if (!state->patches_added) {
     const api::result added = api_.add_patches(ferret_peer_access_patch_fatbin, module.context);
@@ -386,6 +386,8 @@ void peer_access_counter::module_loaded(const api::resource_module_data& module)
     state->patches_added = true;
   }
   if (api_.patch_instructions(api::instruction_global_memory_access, module.module, patch_function()) != api::success ||
+      api_.patch_instructions(api::instruction_block_enter, module.module, "ferret_peer_block_enter") != api::success ||
+      api_.patch_instructions(api::instruction_block_exit, module.module, "ferret_peer_block_exit") != api::success ||
       api_.patch_module(module.module) != api::success) {
     ++modules_refused_;
     return;
@@ -480,7 +482,7 @@ void peer_access_counter::on_launch_begin(const api::launch_data& launch) {
     ++launches_without_call_;  // no launch call seen: nothing to join the counts with
     return;
   }
-  const inside_counter inside;
+  const own_calls inside;
   std::unique_lock lock{mutex_};
   context_state* state = context_of(launch.context);
   if (state->slab == nullptr && !prepare_slab(*state, launch.context)) {
@@ -526,7 +528,7 @@ void peer_access_counter::on_launch_begin(const api::launch_data& launch) {
   ferret_peer_launch given{static_cast<const ferret_peer_range*>(table->ranges), table->count,
                            static_cast<std::int32_t>(launch.device),
                            static_cast<ferret_peer_counter*>(state->counters(slot)),
-                           counters_per_launch, 0, {0, 0}};
+                           counters_per_launch, 0, {0, 0}, 0, 0};
   api_.memcpy_host_to_device_async(state->launch_struct(slot), &given, sizeof given, launch.stream_handle_);
   api_.set_launch_callback_data(launch.launch, launch.function, launch.stream_handle_,
                                 state->launch_struct(slot));
@@ -534,26 +536,36 @@ void peer_access_counter::on_launch_begin(const api::launch_data& launch) {
     map_functions(launch.module, module->second);  // functions loaded lazily since
     if (launch.function_name != nullptr) map_function(launch.module, launch.function_name, module->second);
   }
-  launches_[correlation] = launch_in_flight{state,       slot,
+  const auto stream_id = stream_ids_.try_emplace(launch.stream_handle_, stream_ids_.size() + 1).first->second;
+  const char* name = launch.function_name != nullptr ? interned_names_.emplace(launch.function_name).first->c_str()
+                                                     : nullptr;
+  launches_[correlation] = launch_in_flight{state,
+                                            slot,
                                             table->ranges_on_host,
                                             static_cast<std::uint32_t>(launch.device),
-                                            correlation, launch.stream_handle_,
-                                            launch_order_++};
+                                            correlation,
+                                            launch.stream_handle_,
+                                            launch_order_++,
+                                            runtime::monotonic_raw_ns(),
+                                            name,
+                                            stream_id,
+                                            {launch.grid_dim[0], launch.grid_dim[1], launch.grid_dim[2]},
+                                            {launch.block_dim[0], launch.block_dim[1], launch.block_dim[2]}};
   ++launches_counted_;
 }
 
 peer_access_counter::read_result peer_access_counter::read_back(const launch_in_flight& launch,
-                                                                std::vector<ferret_peer_counter>& counters,
-                                                                std::uint64_t (&lost)[ferret_peer_loss_reasons]) const {
-  ferret_peer_launch header{};
+                                                                ferret_peer_launch& header,
+                                                                std::vector<ferret_peer_counter>& counters) const {
+  header = ferret_peer_launch{};
   counters.clear();
-  lost[0] = lost[1] = 0;
   const context_state& state = *launch.context;
   // On the launch's stream: the copy waits for the kernel, and for nothing else.
   if (api_.memcpy_device_to_host(&header, state.launch_struct(launch.slot), sizeof header, launch.stream) !=
-      api::success)
+      api::success) {
+    header = ferret_peer_launch{};
     return read_result::failed;
-  std::copy(std::begin(header.lost), std::end(header.lost), std::begin(lost));
+  }
   if (header.used_slots == 0) return read_result::no_counter_used;
   counters.resize(counters_per_launch);
   if (api_.memcpy_device_to_host(counters.data(), state.counters(launch.slot), counters_bytes, launch.stream) !=
@@ -589,16 +601,17 @@ void peer_access_counter::collect(bool /*final*/) {
 }
 
 void peer_access_counter::finish(std::vector<launch_in_flight>& launches) {
-  const inside_counter inside;
+  const own_calls inside;
   std::vector<ferret_peer_counter> counters;
   for (launch_in_flight& launch : launches) {
-    std::uint64_t lost[ferret_peer_loss_reasons] = {0, 0};
-    const read_result read = read_back(launch, counters, lost);
+    ferret_peer_launch header{};
+    const read_result read = read_back(launch, header, counters);
     std::lock_guard lock{mutex_};
     if (read == read_result::failed) ++read_failures_;
     // A failed copy may have come after the kernel wrote some counters.
     if (read != read_result::no_counter_used) launch.context->dirty[launch.slot] = true;
-    decode_launch(counters.data(), counters.size(), lost, *launch.ranges, launch.correlation, launch.device,
+    const std::size_t first_batch = batches_.size();
+    decode_launch(counters.data(), counters.size(), header.lost, *launch.ranges, launch.correlation, launch.device,
                   functions_, [this](const function_map::function& function, std::uint64_t offset) {
                     return line_of(function, offset);
                   },
@@ -609,11 +622,49 @@ void peer_access_counter::finish(std::vector<launch_in_flight>& launches) {
                     return low == high ? low : 0;
                   },
                   batches_, losses_);
+    if (read != read_result::failed)
+      add_kernel(launch, header, batches_.data() + first_batch, batches_.size() - first_batch);
     // The slot and its table are free again.
     launch.context->free_slots.push_back(launch.slot);
     for (device_table& kept : launch.context->tables)
       if (kept.ranges_on_host == launch.ranges && kept.launches > 0) --kept.launches;
     if (--launch.context->in_hands == 0) launches_finished_.notify_all();
+  }
+}
+
+void peer_access_counter::add_kernel(const launch_in_flight& launch, const ferret_peer_launch& header,
+                                     const runtime::gpu_remote_access_batch* batches, std::size_t batch_count) {
+  const std::uint64_t entered = ~header.first_entry_inverted;
+  if (header.first_entry_inverted == 0 || header.last_exit < entered) {
+    ++kernels_untimed_;  // no block ran it, or a patch that did not time it
+    return;
+  }
+  global_timer_clock& clock = timer_clocks_[launch.device];
+  clock.bound(launch.submitted_ns, entered);
+  timed_kernel& kernel = kernels_.emplace_back();
+  runtime::gpu_activity& activity = kernel.activity;
+  activity = runtime::gpu_activity{};
+  activity.operation = runtime::gpu_operation::kernel;
+  activity.start_ns = clock.to_host(entered);
+  activity.end_ns = clock.to_host(header.last_exit);
+  activity.device = launch.device;
+  activity.stream = launch.stream_id;
+  activity.name = launch.name;
+  activity.launch.correlation = launch.correlation;
+  std::copy(std::begin(launch.grid), std::end(launch.grid), activity.kernel.grid);
+  std::copy(std::begin(launch.block), std::end(launch.block), activity.kernel.block);
+  activity.kernel.occupancy = -1.0;  // the patched kernel's registers are not the program's
+  if (runtime::gpu_kernel_remote_traffic totals = kernel_remote_traffic(batches, batch_count); totals.target_count > 0)
+    kernel.remote = std::make_unique<runtime::gpu_kernel_remote_traffic>(totals);
+}
+
+void peer_access_counter::hand_over_kernels(std::vector<runtime::gpu_activity>& kernels) {
+  std::lock_guard lock{mutex_};
+  kernels_handed_ = std::move(kernels_);
+  kernels_.clear();
+  for (timed_kernel& kernel : kernels_handed_) {
+    kernel.activity.remote = kernel.remote.get();
+    kernels.push_back(kernel.activity);
   }
 }
 
@@ -645,6 +696,7 @@ void peer_access_counter::add_metadata(runtime::metadata_list& metadata) const {
   metadata.emplace_back("peer-access-launches-waited-for-a-slot", count(launches_waited_for_slot_));
   metadata.emplace_back("peer-access-launches-dropped-no-call", count(launches_without_call_));
   metadata.emplace_back("peer-access-launches-dropped-read-failed", count(read_failures_));
+  metadata.emplace_back("peer-access-kernels-untimed", count(kernels_untimed_));
   metadata.emplace_back("peer-accesses-dropped-table-full", count(losses_.accesses_lost_table_full));
   metadata.emplace_back("peer-accesses-dropped-key-overflow", count(losses_.accesses_lost_key_overflow));
   metadata.emplace_back("peer-accesses-dropped-in-no-range", count(losses_.accesses_in_no_range));

@@ -9,7 +9,8 @@
 // with CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED; a sanitizer subscribed
 // after CUPTI gets no callback), so a counting run takes the API calls from
 // the sanitizer's driver callbacks too (forwarded to the collector, which
-// gives each outermost call its correlation id) and has no GPU timeline.
+// gives each outermost call its correlation id), and its kernels' times from
+// the patch (kernel_timing.hpp): no copies, memsets or other GPU operations.
 //
 //   program thread (sanitizer callbacks)       drain thread (collect)
 //   ────────────────────────────────────       ──────────────────────
@@ -18,8 +19,9 @@
 //   memory allocated/freed: the ranges            stream (the copy waits for the
 //   launch begin: a counter slot for the          kernel), decode them
 //     launch, the current range table on          (peer_access_decoder) into
-//     its device; joined to its launch            per-instruction batches, zero
-//     call's correlation id                       the slot, free it
+//     its device; joined to its launch            per-instruction batches and
+//     call's correlation id                       a timed kernel, zero the
+//                                                 slot, free it
 //   no slot free, a stream or context going:
 //     read back its launches there
 //
@@ -51,6 +53,7 @@
 #include <vector>
 
 #include "ferret/runtime/runtime.hpp"
+#include "kernel_timing.hpp"
 #include "memory_ranges.hpp"
 #include "peer_access_decoder.hpp"
 #include "sanitizer_api.hpp"
@@ -95,10 +98,26 @@ class peer_access_counter {
   static void end_launch_call(std::uint64_t correlation) noexcept;
 
   /// Reads back every launch in flight (waiting, on each launch's stream, for
-  /// its kernel to end) into batches for hand_over.
+  /// its kernel to end) into batches for hand_over and kernels for hand_over_kernels.
   void collect(bool final);
   void hand_over(std::vector<runtime::gpu_remote_access_batch>& batches);
+  /// The kernels read back since the last call, timed on CLOCK_MONOTONIC_RAW;
+  /// their `remote` stays valid until the next call.
+  void hand_over_kernels(std::vector<runtime::gpu_activity>& kernels);
   void add_metadata(runtime::metadata_list& metadata) const;
+
+  /// While one lives, the CUDA calls this thread makes are ferret's own: not
+  /// forwarded as the program's, not followed for memory.
+  class own_calls {
+   public:
+    own_calls();
+    ~own_calls();
+    own_calls(const own_calls&) = delete;
+    own_calls& operator=(const own_calls&) = delete;
+
+   private:
+    bool outer_;  // nested: a read-back inside a launch callback
+  };
 
  private:
   struct context_state;
@@ -130,9 +149,12 @@ class peer_access_counter {
   // devices): it replaces any peer view recorded at its address. Under mutex_.
   void own_range(std::uint64_t address, std::uint64_t bytes, std::int32_t device);
   enum class read_result { counters, no_counter_used, failed };
-  // Copies a launch's counters back (without mutex_: it waits for the kernel).
-  read_result read_back(const launch_in_flight& launch, std::vector<ferret_peer_counter>& counters,
-                        std::uint64_t (&lost)[ferret_peer_loss_reasons]) const;
+  // Copies a launch's header and counters back (without mutex_: it waits for the kernel).
+  read_result read_back(const launch_in_flight& launch, ferret_peer_launch& header,
+                        std::vector<ferret_peer_counter>& counters) const;
+  // The launch's kernel, timed from its header, with the bytes of its batches (under mutex_).
+  void add_kernel(const launch_in_flight& launch, const ferret_peer_launch& header,
+                  const runtime::gpu_remote_access_batch* batches, std::size_t batch_count);
   std::string error_text(api::result result) const;
   source_line line_of(const function_map::function& function, std::uint64_t offset);  // under mutex_
 
@@ -163,6 +185,14 @@ class peer_access_counter {
   std::unordered_map<std::uint64_t, launch_in_flight> launches_;  // by correlation id
   std::uint64_t launch_order_ = 0;
   std::vector<runtime::gpu_remote_access_batch> batches_;
+  struct timed_kernel {
+    runtime::gpu_activity activity;
+    std::unique_ptr<runtime::gpu_kernel_remote_traffic> remote;  // nullptr: it reached no other memory
+  };
+  std::vector<timed_kernel> kernels_;         // read back, not yet handed over
+  std::vector<timed_kernel> kernels_handed_;  // what the last hand_over_kernels' `remote` point into
+  std::unordered_map<std::uint32_t, global_timer_clock> timer_clocks_;  // by device
+  std::unordered_map<api::stream_handle, std::uint32_t> stream_ids_;    // from 1, in order of first launch
   decode_losses losses_;
   std::uint64_t modules_patched_ = 0;
   std::uint64_t modules_refused_ = 0;
@@ -171,6 +201,7 @@ class peer_access_counter {
   std::uint64_t launches_waited_for_slot_ = 0;
   std::uint64_t launches_without_call_ = 0;
   std::uint64_t read_failures_ = 0;
+  std::uint64_t kernels_untimed_ = 0;  // read back without a block's entry and exit noted
   std::unordered_set<std::string> interned_names_;  // functions and files: stable c_str()
   std::map<std::pair<std::uint64_t, std::uint64_t>, source_line> lines_;  // by function start, offset
   bool said_refusal_ = false;

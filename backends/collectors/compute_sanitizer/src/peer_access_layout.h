@@ -8,7 +8,9 @@
 // of `ranges`, sorted by address): accesses to the executing device's own
 // memory return at once; the others are counted per (instruction, range,
 // load/store/atomic) in `counters`, one atomic add per group of warp lanes
-// with the same key. Nothing per access reaches the host.
+// with the same key. Nothing per access reaches the host. Two more patches,
+// at each block's entry and each warp's exit, note when the kernel ran: a
+// counting run has no CUPTI to time it.
 #ifndef FERRET_PEER_ACCESS_LAYOUT_H
 #define FERRET_PEER_ACCESS_LAYOUT_H
 
@@ -60,6 +62,11 @@ struct ferret_peer_launch {
   uint32_t counter_slots;  // a power of two
   uint32_t used_slots;     // counters taken: the host reads them back only when some were
   uint64_t lost[ferret_peer_loss_reasons];  // accesses
+  // When the kernel ran, on the device's global timer (%globaltimer, ns): the
+  // first block's entry (inverted, as lowest_address_inverted, so that zero
+  // is the identity) and the last warp's exit.
+  uint64_t first_entry_inverted;
+  uint64_t last_exit;
 };
 
 enum ferret_peer_access_kind { ferret_peer_load = 0, ferret_peer_store = 1, ferret_peer_atomic = 2 };

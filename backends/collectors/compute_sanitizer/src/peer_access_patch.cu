@@ -4,7 +4,8 @@
 // SanitizerCallbackMemoryAccess). Built with nvcc into a fatbin
 // (--keep-device-functions, -Xptxas --compile-as-tools-patch) that the
 // collector hands to sanitizerAddPatches; see peer_access_layout.h for what
-// it counts and why it stays on the device.
+// it counts and why it stays on the device. The block entry and exit patches
+// below time the kernel.
 #include "peer_access_layout.h"
 
 namespace {
@@ -19,6 +20,16 @@ __device__ __forceinline__ unsigned sm_id() {
   unsigned sm;
   asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
   return sm;
+}
+
+__device__ __forceinline__ uint64_t global_timer() {
+  uint64_t now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  return now;
+}
+
+__device__ __forceinline__ uint64_t read_shared(const uint64_t* value) {
+  return *static_cast<const volatile uint64_t*>(value);
 }
 
 __device__ __forceinline__ void count_lost(ferret_peer_launch* launch, unsigned reason,
@@ -87,6 +98,31 @@ extern "C" __device__ __noinline__ int ferret_peer_access(void* userdata, uint64
     return 0;
   }
   count_lost(launch, ferret_peer_lost_table_full, group);
+  return 0;
+}
+
+// SANITIZER_INSTRUCTION_BLOCK_ENTER (SanitizerCallbackBlockEnter), by every
+// thread: the first thread of each block notes the time, once the kernel's
+// first entry is noted later blocks only look (their time is later).
+extern "C" __device__ __noinline__ int ferret_peer_block_enter(void* userdata, uint64_t /*pc*/) {
+  ferret_peer_launch* launch = static_cast<ferret_peer_launch*>(userdata);
+  if (launch == nullptr || (threadIdx.x | threadIdx.y | threadIdx.z) != 0) return 0;
+  if (read_shared(&launch->first_entry_inverted) == 0)
+    atomicMax(reinterpret_cast<unsigned long long*>(&launch->first_entry_inverted), ~global_timer());
+  return 0;
+}
+
+// SANITIZER_INSTRUCTION_BLOCK_EXIT (SanitizerCallbackBlockExit), by every
+// thread at its exit: one lane a warp; warps ending within the same
+// microsecond (1 024 ns) as the latest noted add no atomic, so that the
+// atomics on this one word stay few (its error: under a microsecond).
+extern "C" __device__ __noinline__ int ferret_peer_block_exit(void* userdata, uint64_t /*pc*/) {
+  ferret_peer_launch* launch = static_cast<ferret_peer_launch*>(userdata);
+  if (launch == nullptr) return 0;
+  if (lane_id() != static_cast<unsigned>(__ffs(static_cast<int>(__activemask()))) - 1) return 0;
+  const uint64_t now = global_timer();
+  if ((now >> 10) > (read_shared(&launch->last_exit) >> 10))
+    atomicMax(reinterpret_cast<unsigned long long*>(&launch->last_exit), now);
   return 0;
 }
 

@@ -45,6 +45,8 @@ inline constexpr callback_id launch_begin = 1;
 inline constexpr callback_id launch_end = 3;
 
 // Sanitizer_InstructionId
+inline constexpr int instruction_block_enter = 1;
+inline constexpr int instruction_block_exit = 2;
 inline constexpr int instruction_global_memory_access = 3;
 
 // Sanitizer_ResourceMemoryFlags

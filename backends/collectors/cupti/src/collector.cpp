@@ -166,7 +166,7 @@ class cuda_collector final : public runtime::collector {
 
   std::once_flag started_;
   std::atomic<bool> active_{false};
-  bool counting_run_ = false;  // the Compute Sanitizer, not CUPTI: no GPU activity
+  bool counting_run_ = false;  // the Compute Sanitizer, not CUPTI: kernels only, timed by the patch
   CUpti_SubscriberHandle subscriber_{};
   // Set once in subscribe(), before any API callback is enabled.
   std::unique_ptr<api_calls> calls_;
@@ -538,6 +538,15 @@ void cuda_collector::collect(std::vector<gpu_activity>& activities,
 #ifdef FERRET_HAVE_PEER_ACCESS_PATCH
   if (counting_run_) {
     peer_accesses_->collect(final);
+    const std::size_t first = activities.size();
+    peer_accesses_->hand_over_kernels(activities);
+    // The devices' limits, through driver calls that are ferret's, not the program's.
+    const compute_sanitizer::peer_access_counter::own_calls own;
+    if (!driver_loaded_) driver_loaded_ = driver_.load();
+    for (std::size_t i = first; i < activities.size(); ++i) describe_device(activities[i].device);
+    std::lock_guard lock{completed_mutex_};
+    new_devices.insert(new_devices.end(), new_devices_.begin(), new_devices_.end());
+    new_devices_.clear();
     return;
   }
 #endif
@@ -573,7 +582,7 @@ void cuda_collector::add_metadata(runtime::metadata_list& metadata) const {
 #ifdef FERRET_HAVE_PEER_ACCESS_PATCH
   if (counting_run_) {
     metadata.emplace_back("cuda-collector", std::string{"Compute Sanitizer (FERRET_CUDA_PEER_ACCESSES=1): "
-                                                        "no GPU timeline"});
+                                                        "kernels timed by ferret's patch, no other GPU operations"});
     calls_->add_metadata(metadata);
     peer_accesses_->add_metadata(metadata);
     return;
@@ -666,7 +675,8 @@ bool cuda_collector::start_counting_run(const cuda_api_setting& setting, bool pc
                                        refused));
   runtime::print_message(fmt::format(
       "FERRET_CUDA_PEER_ACCESSES=1: counting device-initiated traffic with the Compute Sanitizer; CUPTI "
-      "cannot run beside it, so this run has CUDA driver calls but no GPU timeline{}{}",
+      "cannot run beside it, so this run has CUDA driver calls and kernels (timed as the counting slows them) "
+      "but no copies, memsets or other GPU operations{}{}",
       pc_sampling_asked ? ", no instruction samples (FERRET_CUDA_PC_SAMPLING is ignored)" : "",
       metrics_asked ? ", no sampled counters (FERRET_CUDA_METRICS_SAMPLING is ignored)" : ""));
   counting_run_ = true;
