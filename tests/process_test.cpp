@@ -235,6 +235,10 @@ TEST_CASE("FERRET_BACKEND: each name that is no backend gets its line, the backe
        {"unknown backend 'tua' in FERRET_BACKEND (did you mean tau? ",
         "'ompt' in FERRET_BACKEND is a collector, not a backend: OpenMP"},
        {"run.json"}},
+      // Installed, but its library cannot be loaded (on a machine without the OTF2 library, otf2).
+      {"chrome,unloadable_probe",
+       {"backend 'unloadable_probe' is installed but could not be loaded: "},
+       {"run.json"}},
       {"chrome;tau", {}, {"run.json", "run/profile.0.0.0"}},
       {"chrome tau", {}, {"run.json", "run/profile.0.0.0"}},
       {"off", {}, {}},

@@ -142,13 +142,24 @@ backend_selection select_backends(const std::vector<std::string>& names) {
     // Collectors are never loaded here: they start with their own library
     // (linked, or injected by ferret-run), not from FERRET_BACKEND.
     const component* collector = plain_name(name) ? collector_named(name) : nullptr;
+    std::string load_error;  // its library is there but the loader refused it
     if (factory == nullptr && collector == nullptr && plain_name(name)) {
       const std::string path = library_path(name);
-      if (exists(path) && dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL) != nullptr)
-        factory = lookup(name);
+      if (exists(path)) {
+        if (dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL) != nullptr)
+          factory = lookup(name);
+        else if (const char* error = dlerror(); error != nullptr)
+          load_error = error;
+      }
     }
     if (factory != nullptr) {
       selection.factories.emplace_back(name, factory);
+      continue;
+    }
+    if (!load_error.empty()) {
+      // Typically a library the backend needs (the OTF2 library) is not on the loader's path.
+      selection.problems.push_back(
+          fmt::format("backend '{}' is installed but could not be loaded: {}", name, load_error));
       continue;
     }
     if (available.empty()) available = available_backends();
