@@ -16,6 +16,10 @@ __device__ __forceinline__ unsigned lane_id() {
   return lane;
 }
 
+__device__ __forceinline__ bool first_active_lane() {
+  return lane_id() == static_cast<unsigned>(__ffs(static_cast<int>(__activemask()))) - 1;
+}
+
 __device__ __forceinline__ unsigned sm_id() {
   unsigned sm;
   asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
@@ -102,13 +106,16 @@ extern "C" __device__ __noinline__ int ferret_peer_access(void* userdata, uint64
 }
 
 // SANITIZER_INSTRUCTION_BLOCK_ENTER (SanitizerCallbackBlockEnter), by every
-// thread: the first thread of each block notes the time, once the kernel's
-// first entry is noted later blocks only look (their time is later).
+// thread: one lane a warp (a block's warps start in any order) notes the time
+// when it is earlier than the entry noted; later warps only look.
 extern "C" __device__ __noinline__ int ferret_peer_block_enter(void* userdata, uint64_t /*pc*/) {
   ferret_peer_launch* launch = static_cast<ferret_peer_launch*>(userdata);
-  if (launch == nullptr || (threadIdx.x | threadIdx.y | threadIdx.z) != 0) return 0;
-  if (read_shared(&launch->first_entry_inverted) == 0)
-    atomicMax(reinterpret_cast<unsigned long long*>(&launch->first_entry_inverted), ~global_timer());
+  if (launch == nullptr) return 0;
+  if (!first_active_lane()) return 0;
+  const uint64_t now = global_timer();
+  const uint64_t noted = read_shared(&launch->first_entry_inverted);
+  if (noted == 0 || now < ~noted)
+    atomicMax(reinterpret_cast<unsigned long long*>(&launch->first_entry_inverted), ~now);
   return 0;
 }
 
@@ -119,7 +126,7 @@ extern "C" __device__ __noinline__ int ferret_peer_block_enter(void* userdata, u
 extern "C" __device__ __noinline__ int ferret_peer_block_exit(void* userdata, uint64_t /*pc*/) {
   ferret_peer_launch* launch = static_cast<ferret_peer_launch*>(userdata);
   if (launch == nullptr) return 0;
-  if (lane_id() != static_cast<unsigned>(__ffs(static_cast<int>(__activemask()))) - 1) return 0;
+  if (!first_active_lane()) return 0;
   const uint64_t now = global_timer();
   if ((now >> 10) > (read_shared(&launch->last_exit) >> 10))
     atomicMax(reinterpret_cast<unsigned long long*>(&launch->last_exit), now);
