@@ -5,7 +5,8 @@
 # carried build brought (tests/gpu/carry.sh) that this machine lacks.
 #   use_carried_libraries BUILD LINKS   (LINKS: a folder for the links, emptied)
 use_carried_libraries() {
-  local build=$1 links=$2 folder library
+  local build links=$2 folder library
+  build=$(cd "$1" && pwd)  # absolute: the links below point into it from elsewhere
   rm -rf "$links"
   mkdir -p "$links"
   for folder in /usr/local/cuda/extras/CUPTI/lib64 /usr/local/cuda/lib64 /usr/local/cuda/lib; do

@@ -4,6 +4,7 @@ expectations (its "expected {json}" line) against ferret's device-initiated
 traffic (the peer-dump backend's JSON) and the counting run's kernels in the
 Chrome trace. Exact counts: the kernels touch each element once."""
 import json
+import re
 import sys
 
 
@@ -23,7 +24,7 @@ def check_kernels(chrome_path, expected, failures):
         failures.append(f"chrome: {len(kernels)} kernel slices, expected {len(wanted)}")
     for region_name, (kernel_name, traffic) in wanted.items():
         region = regions.get(region_name)
-        found = [k for k in kernels if k["name"].startswith(kernel_name + "(")]
+        found = [k for k in kernels if re.match(rf"(.*::)?{kernel_name}\(", k["name"])]
         if region is None or len(found) != 1:
             failures.append(f"chrome: region {region_name}: {'found' if region else 'missing'}, "
                             f"{len(found)} {kernel_name} kernel slices")

@@ -74,8 +74,9 @@ constexpr setting table[] = {
      "makes to another GPU's memory or to host memory, counted on the device per instruction "
      "through the Compute Sanitizer API (libsanitizer-public.so, from the toolkit's "
      "compute-sanitizer/), by kernel, source line, data object and device pair. A counting run: "
-     "CUPTI cannot run beside the sanitizer, so CUDA driver calls are recorded but kernels and "
-     "copies have no GPU timeline. 0: off, nothing loaded. See docs/gpu-inside.md."},
+     "CUPTI cannot run beside the sanitizer, so CUDA driver calls and kernels are recorded (the "
+     "kernels timed by ferret's patch, as the counting slows them) but no copies or memsets. 0: "
+     "off, nothing loaded. See docs/gpu-inside.md."},
     {"FERRET_CUDA_METRICS_SAMPLING", "an interval (1ms, 500us, 2 ms; a number alone: ms), or 0", "0",
      "CUDA collector: each GPU's hardware counters sampled at this interval by CUPTI's PM "
      "sampling, nothing replayed — NVLink bytes sent and received, PCIe bytes read and written, "

@@ -108,8 +108,7 @@ struct peer_access_counter::launch_in_flight {
   std::int64_t submitted_ns;  // CLOCK_MONOTONIC_RAW, when the launch callback was done: before the kernel
   const char* name;           // mangled; interned
   std::uint32_t stream_id;
-  std::uint32_t grid[3];
-  std::uint32_t block[3];
+  runtime::kernel_attributes kernel;
 };
 
 std::unique_ptr<peer_access_counter> peer_access_counter::start(cubin_lines lines,
@@ -277,6 +276,7 @@ void peer_access_counter::on_resource(api::callback_id id, const void* data) {
         cubins_.erase(it->second);
         module_ids_.erase(it);
         lines_.clear();  // keyed by code address, which a module loaded later may reuse
+        function_resources_.clear();  // a module loaded later may reuse its functions' handles
       }
       break;
     }
@@ -539,6 +539,9 @@ void peer_access_counter::on_launch_begin(const api::launch_data& launch) {
   const auto stream_id = stream_ids_.try_emplace(launch.stream_handle_, stream_ids_.size() + 1).first->second;
   const char* name = launch.function_name != nullptr ? interned_names_.emplace(launch.function_name).first->c_str()
                                                      : nullptr;
+  runtime::kernel_attributes kernel = resources_of(launch.function);
+  std::copy(std::begin(launch.grid_dim), std::end(launch.grid_dim), kernel.grid);
+  std::copy(std::begin(launch.block_dim), std::end(launch.block_dim), kernel.block);
   launches_[correlation] = launch_in_flight{state,
                                             slot,
                                             table->ranges_on_host,
@@ -549,8 +552,7 @@ void peer_access_counter::on_launch_begin(const api::launch_data& launch) {
                                             runtime::monotonic_raw_ns(),
                                             name,
                                             stream_id,
-                                            {launch.grid_dim[0], launch.grid_dim[1], launch.grid_dim[2]},
-                                            {launch.block_dim[0], launch.block_dim[1], launch.block_dim[2]}};
+                                            kernel};
   ++launches_counted_;
 }
 
@@ -651,11 +653,35 @@ void peer_access_counter::add_kernel(const launch_in_flight& launch, const ferre
   activity.stream = launch.stream_id;
   activity.name = launch.name;
   activity.launch.correlation = launch.correlation;
-  std::copy(std::begin(launch.grid), std::end(launch.grid), activity.kernel.grid);
-  std::copy(std::begin(launch.block), std::end(launch.block), activity.kernel.block);
-  activity.kernel.occupancy = -1.0;  // the patched kernel's registers are not the program's
+  activity.kernel = launch.kernel;
   if (runtime::gpu_kernel_remote_traffic totals = kernel_remote_traffic(batches, batch_count); totals.target_count > 0)
     kernel.remote = std::make_unique<runtime::gpu_kernel_remote_traffic>(totals);
+}
+
+runtime::kernel_attributes peer_access_counter::resources_of(CUfunction function) {
+  runtime::kernel_attributes kernel{};
+  kernel.occupancy = -1.0;  // the launch's dynamic shared memory is not known here
+  if (get_function_attribute_ == nullptr) {
+    // The driver the program loaded (not loaded here: the counter may start before it).
+    if (void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD); cuda != nullptr)
+      get_function_attribute_ = reinterpret_cast<function_attribute_fn>(dlsym(cuda, "cuFuncGetAttribute"));
+    if (get_function_attribute_ == nullptr) return kernel;
+  }
+  const auto [known, added] = function_resources_.try_emplace(function);
+  if (added) {
+    const own_calls own;
+    const auto attribute = [&](CUfunction_attribute which) {
+      int value = 0;
+      return get_function_attribute_(&value, which, function) == CUDA_SUCCESS ? static_cast<std::uint32_t>(std::max(value, 0)) : 0u;
+    };
+    known->second.registers_per_thread = attribute(CU_FUNC_ATTRIBUTE_NUM_REGS);
+    known->second.static_shared_memory = attribute(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES);
+    known->second.local_memory_per_thread = attribute(CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES);
+  }
+  kernel.registers_per_thread = known->second.registers_per_thread;
+  kernel.static_shared_memory = known->second.static_shared_memory;
+  kernel.local_memory_per_thread = known->second.local_memory_per_thread;
+  return kernel;
 }
 
 void peer_access_counter::hand_over_kernels(std::vector<runtime::gpu_activity>& kernels) {

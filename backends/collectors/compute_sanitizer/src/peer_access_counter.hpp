@@ -152,6 +152,9 @@ class peer_access_counter {
   // Copies a launch's header and counters back (without mutex_: it waits for the kernel).
   read_result read_back(const launch_in_flight& launch, ferret_peer_launch& header,
                         std::vector<ferret_peer_counter>& counters) const;
+  // A kernel's registers, static shared and local memory, from the driver once
+  // per function (under mutex_); grid and block left to the caller.
+  runtime::kernel_attributes resources_of(CUfunction function);
   // The launch's kernel, timed from its header, with the bytes of its batches (under mutex_).
   void add_kernel(const launch_in_flight& launch, const ferret_peer_launch& header,
                   const runtime::gpu_remote_access_batch* batches, std::size_t batch_count);
@@ -193,6 +196,9 @@ class peer_access_counter {
   std::vector<timed_kernel> kernels_handed_;  // what the last hand_over_kernels' `remote` point into
   std::unordered_map<std::uint32_t, global_timer_clock> timer_clocks_;  // by device
   std::unordered_map<api::stream_handle, std::uint32_t> stream_ids_;    // from 1, in order of first launch
+  using function_attribute_fn = CUresult (*)(int*, CUfunction_attribute, CUfunction);
+  function_attribute_fn get_function_attribute_ = nullptr;  // cuFuncGetAttribute, once the driver is loaded
+  std::unordered_map<CUfunction, runtime::kernel_attributes> function_resources_;
   decode_losses losses_;
   std::uint64_t modules_patched_ = 0;
   std::uint64_t modules_refused_ = 0;
