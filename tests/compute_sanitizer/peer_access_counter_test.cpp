@@ -247,6 +247,14 @@ TEST_CASE("each launch read back is a kernel on the host's clock, with its strea
   CHECK(second.remote == nullptr);  // it reached no other memory
   CHECK(p.metadata("peer-access-kernels-untimed") == 1);
   CHECK(p.kernels().empty());
+  // A stream created after one went, at its handle, is another stream.
+  p.destroy_stream(context_a, stream_a);
+  p.launch(context_a, stream_a, 10, 0);
+  p.time_last_launch(timer + 1'000'000'000, timer + 1'000'001'000);
+  p.bytes();
+  const std::vector<ferret::runtime::gpu_activity> later = p.kernels();
+  REQUIRE(later.size() == 1);
+  CHECK(later[0].stream == 3);
 }
 
 TEST_CASE("a stream's launches are read back before the stream goes") {

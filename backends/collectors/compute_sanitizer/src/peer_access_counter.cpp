@@ -263,6 +263,7 @@ void peer_access_counter::on_resource(api::callback_id id, const void* data) {
       {
         std::lock_guard lock{mutex_};
         going = take_launches([&](const launch_in_flight& launch) { return launch.stream == stream.stream_handle_; });
+        stream_ids_.erase(stream.stream_handle_);  // a stream created later may get its handle
       }
       finish(going);
       break;
@@ -536,7 +537,9 @@ void peer_access_counter::on_launch_begin(const api::launch_data& launch) {
     map_functions(launch.module, module->second);  // functions loaded lazily since
     if (launch.function_name != nullptr) map_function(launch.module, launch.function_name, module->second);
   }
-  const auto stream_id = stream_ids_.try_emplace(launch.stream_handle_, stream_ids_.size() + 1).first->second;
+  const auto [stream, first_launch] = stream_ids_.try_emplace(launch.stream_handle_, next_stream_id_);
+  next_stream_id_ += first_launch ? 1 : 0;
+  const std::uint32_t stream_id = stream->second;
   const char* name = launch.function_name != nullptr ? interned_names_.emplace(launch.function_name).first->c_str()
                                                      : nullptr;
   runtime::kernel_attributes kernel = resources_of(launch.function);
@@ -645,7 +648,6 @@ void peer_access_counter::add_kernel(const launch_in_flight& launch, const ferre
   clock.bound(launch.submitted_ns, entered);
   timed_kernel& kernel = kernels_.emplace_back();
   runtime::gpu_activity& activity = kernel.activity;
-  activity = runtime::gpu_activity{};
   activity.operation = runtime::gpu_operation::kernel;
   activity.start_ns = clock.to_host(entered);
   activity.end_ns = clock.to_host(header.last_exit);

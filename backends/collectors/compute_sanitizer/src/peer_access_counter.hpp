@@ -195,7 +195,8 @@ class peer_access_counter {
   std::vector<timed_kernel> kernels_;         // read back, not yet handed over
   std::vector<timed_kernel> kernels_handed_;  // what the last hand_over_kernels' `remote` point into
   std::unordered_map<std::uint32_t, global_timer_clock> timer_clocks_;  // by device
-  std::unordered_map<api::stream_handle, std::uint32_t> stream_ids_;    // from 1, in order of first launch
+  std::unordered_map<api::stream_handle, std::uint32_t> stream_ids_;  // of streams that exist
+  std::uint32_t next_stream_id_ = 1;  // in order of first launch
   using function_attribute_fn = CUresult (*)(int*, CUfunction_attribute, CUfunction);
   function_attribute_fn get_function_attribute_ = nullptr;  // cuFuncGetAttribute, once the driver is loaded
   std::unordered_map<CUfunction, runtime::kernel_attributes> function_resources_;
