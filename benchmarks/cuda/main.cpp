@@ -8,8 +8,7 @@
 // Workloads (--workload):
 //   storm  --launches (100000) empty-kernel launches on one stream, then one
 //          stream synchronisation: per_op_us is µs per launch, i.e. what the
-//          launch path costs when nothing else hides it; cpu_per_op_us the
-//          launching thread's CPU time per launch.
+//          launch path costs when nothing else hides it.
 //   loop   --iterations (200) of saxpy over 16M floats + a 4096^3 cuBLAS GEMM
 //          (--gemm=bf16, the default, or fp32) + a 4-byte device-to-host copy
 //          and stream synchronisation: per_op_ms is ms per iteration, a
@@ -322,13 +321,10 @@ int run(const options& chosen) {
     if (tracing) before = flush_cupti();
   };
   double seconds = 0;
-  double launching_thread_cpu_seconds = 0;  // storm only
   if (chosen.work == workload::storm) {
     settings.operations = chosen.launches.value_or(100000);
     settings.warmup = chosen.warmup.value_or(1000);
-    const storm_time storm = run_storm(settings, before_timing);
-    seconds = storm.seconds;
-    launching_thread_cpu_seconds = storm.launching_thread_cpu_seconds;
+    seconds = run_storm(settings, before_timing);
   } else if (chosen.work == workload::loop) {
     settings.operations = chosen.iterations.value_or(200);
     settings.warmup = chosen.warmup.value_or(10);
@@ -350,8 +346,7 @@ int run(const options& chosen) {
       fmt::format("result workload={} mode={} ", name_of(workload_names, chosen.work),
                   name_of(mode_names, chosen.how));
   if (chosen.work == workload::storm) {
-    line += fmt::format("per_op_us={:.3f} cpu_per_op_us={:.3f}", per_op * 1e6,
-                        launching_thread_cpu_seconds / static_cast<double>(settings.operations) * 1e6);
+    line += fmt::format("per_op_us={:.3f}", per_op * 1e6);
   } else if (chosen.work == workload::getters) {
     line += fmt::format("per_op_us={:.4f}", per_op * 1e6);
   } else if (chosen.work == workload::stencil) {

@@ -298,11 +298,6 @@ run_once() {
     records= dropped=
   fi
   printf '%s\t%s\t%s\t%s\t%s\n' "$table" "$label" "$value" "${records:-}" "${dropped:-}" >>"$results"
-  # The storm's launching-thread CPU time: a table of its own (storm_cpu).
-  if [[ $line == *cpu_per_op_us=* ]]; then
-    [[ -n $value ]] && value=$(field cpu_per_op_us "$line")
-    printf '%s\t%s\t%s\t\t\n' "${table}_cpu" "$label" "$value" >>"$results"
-  fi
 }
 
 # run_table table repeats rows...: every row once, in order, `repeats` times.
@@ -466,18 +461,6 @@ report() {
     IFS='|' read -r by_median by_min <<<"$ratios"
     echo "ferret's added time over CUPTI's part of it (its kinds and callbacks in the raw" \
          "subscriber): $(shown %.2f× "$by_median") by medians, $(shown %.2f× "$by_min") by minima."
-    echo
-    echo "#### The same runs, the launching thread's CPU time per launch (µs)"
-    echo
-    table_report storm_cpu "µs/launch" "%.3f" 1 "${storm_rows[@]}"
-    ratios=$(added_ratio storm_cpu "ferret, FERRET_CUDA_API=work (default)" "CUPTI kernel kind alone")
-    IFS='|' read -r by_median by_min <<<"$ratios"
-    IFS='|' read -r median low high rounds <<<"$(round_ratios storm_cpu \
-      "ferret, FERRET_CUDA_API=work (default)" "CUPTI kernel kind alone")"
-    echo
-    echo "By CPU time: ferret's added time $(shown %.2f× "$by_median") the kernel kind's by medians," \
-         "$(shown %.2f× "$by_min") by minima ($(verdict "$by_median" 1.2) by medians); round by round" \
-         "$(shown %.2f× "$median") median, $(shown %.2f "$low")–$(shown %.2f× "$high") over $rounds rounds."
   fi
   if wanted getters; then
     echo

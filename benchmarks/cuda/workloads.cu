@@ -6,7 +6,6 @@
 #include <cuda_runtime.h>
 
 #include <chrono>
-#include <ctime>
 #include <cstddef>
 #include <string>
 
@@ -30,12 +29,6 @@ void check_launches(const char* what) { check(cudaGetLastError(), what); }
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-double thread_cpu_seconds() {
-  timespec now{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
-  return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
 }
 
 // Owns one device allocation.
@@ -211,7 +204,7 @@ std::string device_description() {
          " cuda_runtime=" + std::to_string(runtime);
 }
 
-storm_time run_storm(const workload_settings& settings, const std::function<void()>& before_timing) {
+double run_storm(const workload_settings& settings, const std::function<void()>& before_timing) {
   check(cudaSetDevice(0), "cudaSetDevice");
   const stream_handle stream;
   for (std::int64_t i = 0; i < settings.warmup; ++i) empty_kernel<<<1, 1, 0, stream.get()>>>();
@@ -219,14 +212,12 @@ storm_time run_storm(const workload_settings& settings, const std::function<void
   check(cudaStreamSynchronize(stream.get()), "cudaStreamSynchronize");
   before_timing();
 
-  const double cpu_start = thread_cpu_seconds();
   const auto start = std::chrono::steady_clock::now();
   for (std::int64_t i = 0; i < settings.operations; ++i) empty_kernel<<<1, 1, 0, stream.get()>>>();
   check(cudaStreamSynchronize(stream.get()), "cudaStreamSynchronize");
   const double seconds = seconds_since(start);
-  const double cpu_seconds = thread_cpu_seconds() - cpu_start;
   check_launches("empty kernel");
-  return {seconds, cpu_seconds};
+  return seconds;
 }
 
 double run_loop(const workload_settings& settings, const std::function<void()>& before_timing) {

@@ -39,14 +39,7 @@ struct workload_settings {
 //        bf16 with fp32 accumulation, or cublasSgemm), a 4-byte device-to-host
 //        copy of one result into pinned memory and a stream synchronisation
 //        (what reading a loss value each step does).
-// storm also gives the launching thread's CPU time (CLOCK_THREAD_CPUTIME_ID):
-// what tracing adds on that thread, without the time the host took it away
-// (this VM's run-to-run spread is mostly that, docs/performance.md).
-struct storm_time {
-  double seconds;
-  double launching_thread_cpu_seconds;
-};
-storm_time run_storm(const workload_settings& settings, const std::function<void()>& before_timing);
+double run_storm(const workload_settings& settings, const std::function<void()>& before_timing);
 double run_loop(const workload_settings& settings, const std::function<void()>& before_timing);
 // getters: `operations` calls, in rounds of six cudaGetDevice and one
 //          cudaGetLastError (what PyTorch calls per tensor operation besides
