@@ -40,7 +40,7 @@ TEST_CASE("stall reasons: CUPTI's metric names, their duplicates and their class
   CHECK(rt::metric_name(rt::gpu_stall::none) == "GINST:STL_NONE");
 }
 
-TEST_CASE("setting: off, CUPTI's period, 2^N cycles, or the cycles; anything else refused") {
+TEST_CASE("setting: off, CUPTI's period (1, or on, yes, true), 2^N cycles, or the cycles; anything else refused") {
   using ferret::cupti::parse_pc_sampling;
   CHECK_FALSE(parse_pc_sampling(nullptr)->on);
   CHECK_FALSE(parse_pc_sampling("")->on);
@@ -52,8 +52,10 @@ TEST_CASE("setting: off, CUPTI's period, 2^N cycles, or the cycles; anything els
   CHECK(parse_pc_sampling("4096")->period_exponent == 12);  // cycles, as ncu's users give them
   CHECK(parse_pc_sampling("32")->period_exponent == 5);
   CHECK(parse_pc_sampling("2147483648")->period_exponent == 31);
-  for (const char* refused : {"yes", "on", "true", "2", "4", "33", "4095", "4294967296", "-1", "1e3",
-                              " 1", "12345678901234567890"})
+  for (const char* on : {"on", "Yes", "true", " 1"}) CHECK_MESSAGE(parse_pc_sampling(on)->on, on);
+  for (const char* off : {"off", "no", "FALSE"}) CHECK_MESSAGE(!parse_pc_sampling(off)->on, off);
+  for (const char* refused : {"y", "enabled", "2", "4", "33", "4095", "4294967296", "-1", "1e3",
+                              "12345678901234567890"})
     CHECK_MESSAGE(!parse_pc_sampling(refused), refused);
 }
 

@@ -218,12 +218,14 @@ TEST_CASE("accesses spanning two objects are said; a full table and unpackable k
   CHECK(functions.find(0x7000'0000) == nullptr);
 }
 
-TEST_CASE("FERRET_CUDA_PEER_ACCESSES takes 0 or 1, nothing else") {
+TEST_CASE("FERRET_CUDA_PEER_ACCESSES takes 0 or 1 and the words people write for them, nothing else") {
   CHECK(parse_peer_accesses(nullptr) == false);
   CHECK(parse_peer_accesses("") == false);
   CHECK(parse_peer_accesses("0") == false);
   CHECK(parse_peer_accesses("1") == true);
-  for (const char* wrong : {"yes", "on", "true", "2", " 1", "01"}) CHECK(!parse_peer_accesses(wrong).has_value());
+  for (const char* on : {"on", "Yes", "TRUE", " 1 "}) CHECK(parse_peer_accesses(on) == true);
+  for (const char* off : {"off", "No", "false"}) CHECK(parse_peer_accesses(off) == false);
+  for (const char* wrong : {"2", "01", "y", "enabled", "1 1"}) CHECK(!parse_peer_accesses(wrong).has_value());
 }
 
 TEST_CASE("the global timer is placed on the host's clock by the launch with the least latency") {

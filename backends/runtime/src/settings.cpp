@@ -47,7 +47,7 @@ constexpr setting table[] = {
      "it, else CLOCK_MONOTONIC_RAW. The choice is written in the output's metadata."},
     {"FERRET_VERBOSE", "0, 1 or 2", "1",
      "0: errors only. 1: also one line per output at exit. 2: also start-up details."},
-    {"FERRET_PYTHON", "0, 1 or api", "1",
+    {"FERRET_PYTHON", "0, 1 (or off, on, ...) or api", "1",
      "Python call paths as calling context of GPU work launched by CPython (3.9+) code. 1: "
      "frames read in place (CPython 3.9 to 3.13, GIL held or not), else through CPython's API "
      "while the launching thread holds the GIL; api: always through the API; 0: off."},
@@ -63,13 +63,13 @@ constexpr setting table[] = {
      "driver: the same work seen at the driver calls the runtime makes (cuLaunchKernel for "
      "cudaLaunchKernel), no runtime callback at all: the runtime's other calls cost nothing. "
      "all: every runtime call."},
-    {"FERRET_CUDA_PC_SAMPLING", "0, 1, 5 to 31, or cycles (a power of two)", "0",
+    {"FERRET_CUDA_PC_SAMPLING", "0, 1 (or off, on, ...), 5 to 31, or cycles (a power of two)", "0",
      "CUDA collector: instruction samples with stall reasons (CUPTI's PC sampling, continuous: "
      "concurrent kernels stay concurrent), by source line where the code has line information "
      "(-lineinfo) and by the calling context of the launch. 1: at CUPTI's period for the GPU; "
      "5 to 31: a sample every 2^N cycles per SM; 32 to 2147483648, a power of two: every that "
      "many cycles. 0: off, nothing subscribed. See docs/gpu-inside.md."},
-    {"FERRET_CUDA_PEER_ACCESSES", "0 or 1", "0",
+    {"FERRET_CUDA_PEER_ACCESSES", "0 or 1 (or off, on, no, yes, false, true)", "0",
      "CUDA collector: device-initiated traffic, exact — every load, store and atomic a kernel "
      "makes to another GPU's memory or to host memory, counted on the device per instruction "
      "through the Compute Sanitizer API (libsanitizer-public.so, from the toolkit's "
@@ -93,6 +93,23 @@ constexpr setting table[] = {
 }  // namespace
 
 setting_table settings() noexcept { return {table, std::size(table)}; }
+
+std::optional<bool> parse_switch(std::string_view value) noexcept {
+  const auto blank = [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; };
+  while (!value.empty() && blank(value.front())) value.remove_prefix(1);
+  while (!value.empty() && blank(value.back())) value.remove_suffix(1);
+  const auto is = [&](std::string_view word) {
+    return value.size() == word.size() &&
+           std::equal(value.begin(), value.end(), word.begin(), [](char a, char b) {
+             return std::tolower(static_cast<unsigned char>(a)) == b;
+           });
+  };
+  for (const std::string_view on : {"1", "on", "yes", "true"})
+    if (is(on)) return true;
+  for (const std::string_view off : {"0", "off", "no", "false"})
+    if (is(off)) return false;
+  return std::nullopt;
+}
 
 namespace internal {
 namespace {

@@ -3,13 +3,14 @@
 
 #include <string_view>
 
+#include "ferret/runtime/settings.hpp"
+
 namespace ferret::compute_sanitizer {
 
 std::optional<bool> parse_peer_accesses(const char* value) noexcept {
   const std::string_view text = value != nullptr ? value : "";
-  if (text.empty() || text == "0") return false;
-  if (text == "1") return true;
-  return std::nullopt;
+  if (text.empty()) return false;
+  return runtime::parse_switch(text);
 }
 
 }  // namespace ferret::compute_sanitizer

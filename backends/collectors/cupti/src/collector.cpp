@@ -239,14 +239,15 @@ void cuda_collector::subscribe() {
   if (!sampling) {
     runtime::print_message(fmt::format("FERRET_CUDA_PC_SAMPLING='{}' is not valid (expected 0, 1, "
                                        "5 to 31 for a sample every 2^N cycles, or the cycles, a "
-                                       "power of two); no instruction samples",
+                                       "power of two; off, on, no, yes, false, true also); no "
+                                       "instruction samples",
                                        sampling_value));
     sampling = pc_sampling_setting{};
   }
   const char* peer_value = std::getenv("FERRET_CUDA_PEER_ACCESSES");
   std::optional<bool> count_peer_accesses = compute_sanitizer::parse_peer_accesses(peer_value);
   if (!count_peer_accesses) {
-    runtime::print_message(fmt::format("FERRET_CUDA_PEER_ACCESSES='{}' is not valid (expected 0 or 1); "
+    runtime::print_message(fmt::format("FERRET_CUDA_PEER_ACCESSES='{}' is not valid (expected 0 or 1, or off, on, no, yes, false, true); "
                                        "device-initiated traffic is not counted",
                                        peer_value));
     count_peer_accesses = false;

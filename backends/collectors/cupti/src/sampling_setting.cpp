@@ -1,13 +1,16 @@
 #include "sampling_setting.hpp"
 
+#include "ferret/runtime/settings.hpp"
+
 #include <string_view>
 
 namespace ferret::cupti {
 
 std::optional<pc_sampling_setting> parse_pc_sampling(const char* value) noexcept {
   const std::string_view text = value != nullptr ? value : "";
-  if (text.empty() || text == "0") return pc_sampling_setting{};
-  if (text == "1") return pc_sampling_setting{true, 0};
+  if (text.empty()) return pc_sampling_setting{};
+  if (const std::optional<bool> on = runtime::parse_switch(text))
+    return *on ? pc_sampling_setting{true, 0} : pc_sampling_setting{};
   if (text.size() > 10) return std::nullopt;
   std::uint64_t number = 0;
   for (const char c : text) {

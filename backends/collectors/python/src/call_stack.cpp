@@ -19,6 +19,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -30,6 +31,7 @@
 #include "ferret/runtime/per_thread.hpp"
 #include "ferret/runtime/runtime.hpp"
 #include "frame_folding.hpp"
+#include "ferret/runtime/settings.hpp"
 
 namespace ferret::python {
 namespace {
@@ -164,10 +166,12 @@ const frame_reader* python() noexcept {
   static const frame_reader* const chosen = []() -> const frame_reader* {
     const char* setting = std::getenv("FERRET_PYTHON");
     const std::string_view value = setting != nullptr ? setting : "1";
-    if (value == "0") return nullptr;
-    if (value != "1" && value != "api") {
+    const std::optional<bool> on = runtime::parse_switch(value);
+    if (on == false) return nullptr;
+    if (!on && value != "api") {
       runtime::print_message(fmt::format(
-          "FERRET_PYTHON='{}' is not valid (expected 0, 1 or api); Python call stacks stay off", value));
+          "FERRET_PYTHON='{}' is not valid (expected 0, 1 or api; off, on, no, yes, false, true "
+          "also); Python call stacks stay off", value));
       return nullptr;
     }
     const char* reason = "";

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
+#include <string_view>
 
 // The runtime is built with hidden visibility; this marks its public surface.
 #ifndef FERRET_EXPORT
@@ -25,5 +27,9 @@ struct setting_table {
   const setting* end() const noexcept { return entries + size; }
 };
 FERRET_EXPORT setting_table settings() noexcept;
+
+/// An on/off value as people write it: 1, on, yes, true or 0, off, no, false,
+/// in any case, blanks around ignored; nullopt for anything else (empty too).
+FERRET_EXPORT std::optional<bool> parse_switch(std::string_view value) noexcept;
 
 }  // namespace ferret::runtime
