@@ -48,6 +48,7 @@ FAKE_EXPORT api::result sanitizerSubscribe(api::subscriber_handle* subscriber, a
 FAKE_EXPORT api::result sanitizerUnsubscribe(api::subscriber_handle) {
   std::lock_guard lock{g_mutex};
   g_callback = nullptr;
+  g_launch_data.clear();  // the next subscriber's launch handles start afresh
   return api::success;
 }
 

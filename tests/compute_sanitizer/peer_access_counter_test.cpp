@@ -133,6 +133,37 @@ class process {
     for (std::uint32_t i = 0; i < other_loads; ++i)
       ferret::testing::count_access(*given, kernel_pc + 0xa0, other + 4 * i, 4, FERRET_PEER_FLAG_READ);
   }
+  // A graph launch from the call `correlation`: per node a callback, as the
+  // sanitizer makes them; kernel nodes load `peer_loads` floats from device 1.
+  struct graph_node {
+    std::uintptr_t handle;
+    CUgraphNodeType type;
+    bool upload;
+  };
+  void graph_launch(CUcontext context, api::stream_handle stream, std::uint64_t correlation,
+                    const std::vector<graph_node>& nodes, std::uint32_t peer_loads) {
+    peer_access_counter::note_launch_call(correlation);
+    for (const graph_node& node : nodes) {
+      api::graph_node_launch_data data{};
+      data.node = handle<CUgraphNode>(node.handle);
+      data.node_type = node.type;
+      data.is_graph_upload = node.upload ? 1 : 0;
+      data.launch.context = context;
+      data.launch.stream_handle_ = stream;
+      data.launch.module = module_a;
+      data.launch.function = handle<CUfunction>(0x400);
+      data.launch.function_name = kernel_name;
+      data.launch.launch = handle<api::launch_handle>(next_launch_++);
+      fake_sanitizer_callback(api::domain_graphs, api::graph_node_launch_begin, &data);
+      auto* given = static_cast<ferret_peer_launch*>(const_cast<void*>(fake_sanitizer_launch_data(data.launch.launch)));
+      if (given == nullptr) continue;
+      for (std::uint32_t i = 0; i < peer_loads; ++i)
+        ferret::testing::count_access(*given, kernel_pc + 0x80, peer_buffer + 4 * i, 4, FERRET_PEER_FLAG_READ);
+      given->first_entry_inverted = ~std::uint64_t{1'000'000};
+      given->last_exit = 1'001'000;
+    }
+    peer_access_counter::end_launch_call(correlation);
+  }
   // The last launch's kernel ran from `entered` to `exited` on the device's global timer.
   void time_last_launch(std::uint64_t entered, std::uint64_t exited) {
     REQUIRE(last_launch_ != nullptr);
@@ -255,6 +286,29 @@ TEST_CASE("each launch read back is a kernel on the host's clock, with its strea
   const std::vector<ferret::runtime::gpu_activity> later = p.kernels();
   REQUIRE(later.size() == 1);
   CHECK(later[0].stream == 3);
+}
+
+TEST_CASE("each kernel node of a graph launch is counted as a kernel of its own, under the graph's launch call") {
+  process p;
+  p.create_context(context_a);
+  p.graph_launch(context_a, stream_a, 11,
+                 {{0x900, CU_GRAPH_NODE_TYPE_KERNEL, false},
+                  {0x901, CU_GRAPH_NODE_TYPE_MEMSET, false},  // not a kernel: nothing to count
+                  {0x902, CU_GRAPH_NODE_TYPE_KERNEL, false},
+                  {0x902, CU_GRAPH_NODE_TYPE_KERNEL, true}},  // cuGraphUpload: nothing runs
+                 25);
+  p.graph_launch(context_a, stream_a, 12, {{0x900, CU_GRAPH_NODE_TYPE_KERNEL, false}}, 5);  // the graph again
+  CHECK(p.peer_bytes() == bytes_by_call{{11, 200}, {12, 20}});
+  const std::vector<ferret::runtime::gpu_activity> kernels = p.kernels();
+  REQUIRE(kernels.size() == 3);
+  CHECK(kernels[0].launch.correlation == 11);
+  CHECK(kernels[1].launch.correlation == 11);
+  CHECK(kernels[2].launch.correlation == 12);
+  for (const auto& kernel : kernels) {
+    REQUIRE(kernel.remote != nullptr);
+    CHECK(kernel.remote->targets[0].loaded_bytes == (kernel.launch.correlation == 11 ? 100u : 20u));
+  }
+  CHECK(p.metadata("peer-access-launches-counted") == 3);
 }
 
 TEST_CASE("a stream's launches are read back before the stream goes") {

@@ -9,41 +9,43 @@ import sys
 
 
 def check_kernels(chrome_path, expected, failures):
-    """Each region's kernel, timed by the patch, lies inside the region (which
-    waits for it) on the host's clock, with its bytes as arguments."""
+    """Each region's kernels, timed by the patch, lie inside the region (which
+    waits for them) on the host's clock, with their bytes as arguments."""
     with open(chrome_path) as chrome_file:
         events = json.load(chrome_file)["traceEvents"]
     regions = {e["name"]: e for e in events if e.get("ph") == "X" and "cat" not in e}  # the program's own
     kernels = [e for e in events if e.get("ph") == "X" and e.get("cat") == "kernel"]
     n, m = expected["n"], expected["m"]
-    wanted = {"host_reads": ("read_host", {"loaded from host": 4 * n}),
-              "local_only": ("local_only", {})}
+    wanted = [("host_reads", "read_host", 1, {"loaded from host": 4 * n}),
+              ("local_only", "local_only", 1, {}),
+              ("graph_reads", "read_host", expected["graph_launches"], {"loaded from host": 4 * n})]
     if expected["peer"]:
-        wanted["peer"] = ("peer_traffic", {"loaded from GPU 1": 4 * n, "stored to GPU 1": 4 * m})
-    if len(kernels) != len(wanted):
-        failures.append(f"chrome: {len(kernels)} kernel slices, expected {len(wanted)}")
-    for region_name, (kernel_name, traffic) in wanted.items():
+        wanted.append(("peer", "peer_traffic", 1, {"loaded from GPU 1": 4 * n, "stored to GPU 1": 4 * m}))
+    if len(kernels) != sum(count for _, _, count, _ in wanted):
+        failures.append(f"chrome: {len(kernels)} kernel slices, expected {sum(c for _, _, c, _ in wanted)}")
+    for region_name, kernel_name, count, traffic in wanted:
         region = regions.get(region_name)
-        found = [k for k in kernels if re.match(rf"(.*::)?{kernel_name}\(", k["name"])]
-        if region is None or len(found) != 1:
+        found = [k for k in kernels if re.match(rf"(.*::)?{kernel_name}\(", k["name"])
+                 and k["args"].get("context") == region_name]
+        if region is None or len(found) != count:
             failures.append(f"chrome: region {region_name}: {'found' if region else 'missing'}, "
-                            f"{len(found)} {kernel_name} kernel slices")
+                            f"{len(found)} {kernel_name} kernel slices in it, expected {count}")
             continue
-        kernel = found[0]
-        args = kernel["args"]
-        print(f"peer accesses: kernel {kernel['name']} {kernel['ts'] - region['ts']:.3f} µs into "
-              f"{region_name}, {kernel['dur']:.3f} µs long, ends {region['ts'] + region['dur'] - kernel['ts'] - kernel['dur']:.3f} "
-              f"µs before it; args {args}")
-        if kernel["ts"] < region["ts"] or kernel["ts"] + kernel["dur"] > region["ts"] + region["dur"]:
-            failures.append(f"chrome: {kernel_name} [{kernel['ts']}, +{kernel['dur']}] not inside {region_name} "
-                            f"[{region['ts']}, +{region['dur']}]")
-        if kernel["dur"] <= 0:
-            failures.append(f"chrome: {kernel_name} lasts {kernel['dur']} µs")
-        moved = {k: v for k, v in args.items() if k.startswith("loaded from") or k.startswith("stored to")}
-        if moved != traffic:
-            failures.append(f"chrome: {kernel_name}: {moved}, expected {traffic}")
-        if "launch" not in args or args.get("context") != region_name:
-            failures.append(f"chrome: {kernel_name} not joined to its launch in {region_name}: {args}")
+        for kernel in found:
+            args = kernel["args"]
+            print(f"peer accesses: kernel {kernel['name']} {kernel['ts'] - region['ts']:.3f} µs into "
+                  f"{region_name}, {kernel['dur']:.3f} µs long, ends "
+                  f"{region['ts'] + region['dur'] - kernel['ts'] - kernel['dur']:.3f} µs before it; args {args}")
+            if kernel["ts"] < region["ts"] or kernel["ts"] + kernel["dur"] > region["ts"] + region["dur"]:
+                failures.append(f"chrome: {kernel_name} [{kernel['ts']}, +{kernel['dur']}] not inside "
+                                f"{region_name} [{region['ts']}, +{region['dur']}]")
+            if kernel["dur"] <= 0:
+                failures.append(f"chrome: {kernel_name} lasts {kernel['dur']} µs")
+            moved = {k: v for k, v in args.items() if k.startswith("loaded from") or k.startswith("stored to")}
+            if moved != traffic:
+                failures.append(f"chrome: {kernel_name} in {region_name}: {moved}, expected {traffic}")
+            if "launch" not in args:
+                failures.append(f"chrome: {kernel_name} in {region_name} not joined to its launch: {args}")
 
 
 def main(output_path, dump_path, chrome_path):
@@ -78,6 +80,8 @@ def main(output_path, dump_path, chrome_path):
                 failures.append(f"{context}: {access} to {target}: {key} {row[key]}, expected {want}")
 
     expect_row("host_reads", -1, "load", expected["load_line"], "host_input", n, 4 * n)
+    graphs = expected["graph_launches"]
+    expect_row("graph_reads", -1, "load", expected["load_line"], "host_input", graphs * n, graphs * 4 * n)
     if len(rows_in("host_reads")) != 1:
         failures.append(f"host_reads: {len(rows_in('host_reads'))} rows, expected only the host load")
     if rows_in("local_only"):
@@ -89,10 +93,10 @@ def main(output_path, dump_path, chrome_path):
         print("peer accesses: one GPU (or no peer access): the peer case is left out")
     # The totals are the launches' counts, all joined to their launch calls.
     meta = dump["metadata"]
-    launches = 3 if expected["peer"] else 2
+    launches = (3 if expected["peer"] else 2) + graphs
     if meta.get("peer-access-launches-counted") != launches:
         failures.append(f"launches counted {meta.get('peer-access-launches-counted')}, expected {launches}")
-    total = 4 * n + (4 * n + 4 * m if expected["peer"] else 0)
+    total = 4 * n + graphs * 4 * n + (4 * n + 4 * m if expected["peer"] else 0)
     if meta.get("gpu-device-initiated-bytes") != total:
         failures.append(f"gpu-device-initiated-bytes {meta.get('gpu-device-initiated-bytes')}, expected {total}")
     if meta.get("gpu-device-initiated-bytes-without-launch", 0) != 0:

@@ -4,6 +4,8 @@
 //   region "host_reads"  on GPU 0: loads N floats from mapped pinned host
 //                        memory (data object "host_input"), stores them locally
 //   region "local_only"  on GPU 0: loads and stores its own memory only
+//   region "graph_reads" on GPU 0: the host reads again, as a CUDA graph (one
+//                        kernel node) launched twice
 //   region "peer"        (two GPUs with peer access) on GPU 0: loads N floats
 //                        from GPU 1 ("peer_input") and stores M to GPU 1
 //                        ("peer_output")
@@ -190,6 +192,7 @@ int main() {
   constexpr int n = 1 << 20;  // floats loaded from host memory and from the peer
   constexpr int m = 1 << 18;  // floats stored to the peer
   constexpr int threads = 256;
+  constexpr int graph_launches = 2;
   CHECK_CUDA(cudaSetDevice(0));
   float* host = nullptr;
   CHECK_CUDA(cudaHostAlloc(&host, n * sizeof(float), cudaHostAllocMapped));
@@ -212,6 +215,22 @@ int main() {
     ferret::region r{"local_only"};
     local_only<<<(n + threads - 1) / threads, threads>>>(local, n);
     CHECK_CUDA(cudaDeviceSynchronize());
+  }
+  {
+    ferret::region r{"graph_reads"};
+    cudaStream_t stream = nullptr;
+    CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t graph_exec = nullptr;
+    CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    read_host<<<(n + threads - 1) / threads, threads, 0, stream>>>(local, host_on_device, n);
+    CHECK_CUDA(cudaStreamEndCapture(stream, &graph));
+    CHECK_CUDA(cudaGraphInstantiate(&graph_exec, graph, 0));
+    for (int launch = 0; launch < graph_launches; ++launch) CHECK_CUDA(cudaGraphLaunch(graph_exec, stream));
+    CHECK_CUDA(cudaStreamSynchronize(stream));
+    CHECK_CUDA(cudaGraphExecDestroy(graph_exec));
+    CHECK_CUDA(cudaGraphDestroy(graph));
+    CHECK_CUDA(cudaStreamDestroy(stream));
   }
   int devices = 0, can_access = 0;
   CHECK_CUDA(cudaGetDeviceCount(&devices));
@@ -247,7 +266,7 @@ int main() {
   ferret::flush();
   ferret::unregister_data_object(host_object);
   std::printf("expected {\"n\": %d, \"m\": %d, \"peer\": %s, \"load_line\": %d, \"peer_load_line\": %d, "
-              "\"peer_store_line\": %d, \"file\": \"%s\"}\n",
-              n, m, peer ? "true" : "false", load_line, peer_load_line, peer_store_line, __FILE__);
+              "\"peer_store_line\": %d, \"graph_launches\": %d, \"file\": \"%s\"}\n",
+              n, m, peer ? "true" : "false", load_line, peer_load_line, peer_store_line, graph_launches, __FILE__);
   return 0;
 }

@@ -18,6 +18,8 @@ namespace api = ferret::compute_sanitizer::api;
 static_assert(api::domain_driver_api == SANITIZER_CB_DOMAIN_DRIVER_API);
 static_assert(api::domain_resource == SANITIZER_CB_DOMAIN_RESOURCE);
 static_assert(api::domain_launch == SANITIZER_CB_DOMAIN_LAUNCH);
+static_assert(api::domain_graphs == SANITIZER_CB_DOMAIN_GRAPHS);
+static_assert(api::graph_node_launch_begin == SANITIZER_CBID_GRAPHS_NODE_LAUNCH_BEGIN);
 static_assert(api::context_creation_finished == SANITIZER_CBID_RESOURCE_CONTEXT_CREATION_FINISHED);
 static_assert(api::context_destroy_starting == SANITIZER_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
 static_assert(api::stream_destroy_starting == SANITIZER_CBID_RESOURCE_STREAM_DESTROY_STARTING);
@@ -75,6 +77,12 @@ SAME_OFFSET(api::launch_data, Sanitizer_LaunchData, grid_dim, gridDim_x);
 SAME_OFFSET(api::launch_data, Sanitizer_LaunchData, block_dim, blockDim_x);
 SAME_OFFSET(api::launch_data, Sanitizer_LaunchData, launch, hLaunch);
 SAME_OFFSET(api::launch_data, Sanitizer_LaunchData, device, device);
+
+static_assert(sizeof(api::graph_node_launch_data) == sizeof(Sanitizer_GraphNodeLaunchData));
+SAME_OFFSET(api::graph_node_launch_data, Sanitizer_GraphNodeLaunchData, node, node);
+SAME_OFFSET(api::graph_node_launch_data, Sanitizer_GraphNodeLaunchData, node_type, nodeType);
+SAME_OFFSET(api::graph_node_launch_data, Sanitizer_GraphNodeLaunchData, launch, launchData);
+SAME_OFFSET(api::graph_node_launch_data, Sanitizer_GraphNodeLaunchData, is_graph_upload, isGraphUpload);
 
 // The functions: the same number of parameters and the same sizes (ferret's
 // declarations use int for the API's enums and its own opaque handle types).

@@ -167,6 +167,12 @@ std::unique_ptr<peer_access_counter> peer_access_counter::start(cubin_lines line
   }
   // Refused, host memory they make reachable stays in no range: counted there.
   for (const std::uint32_t id : host_memory_calls) f.enable_callback(1, counter->subscriber_, api::domain_driver_api, id);
+  if (const api::result result =
+          f.enable_callback(1, counter->subscriber_, api::domain_graphs, api::graph_node_launch_begin);
+      result != api::success)
+    runtime::print_message(fmt::format("FERRET_CUDA_PEER_ACCESSES=1: the Compute Sanitizer refused the "
+                                       "callbacks of graph launches ({}); kernels of CUDA graphs are not counted",
+                                       counter->error_text(result)));
   return counter;
 }
 
@@ -223,6 +229,11 @@ void peer_access_counter::on_callback(void* self, int domain, api::callback_id i
   } else if (domain == api::domain_launch) {
     if (id == api::launch_begin) counter->on_launch_begin(*static_cast<const api::launch_data*>(data));
     if (id == api::launch_end) t_launch_correlation = 0;
+  } else if (domain == api::domain_graphs && id == api::graph_node_launch_begin) {
+    // Each kernel node of a graph launch, inside the graph's launch call.
+    const auto& node = *static_cast<const api::graph_node_launch_data*>(data);
+    if (node.node_type == CU_GRAPH_NODE_TYPE_KERNEL && node.is_graph_upload == 0)
+      counter->on_launch_begin(node.launch);
   }
 }
 
@@ -545,13 +556,14 @@ void peer_access_counter::on_launch_begin(const api::launch_data& launch) {
   runtime::kernel_attributes kernel = resources_of(launch.function);
   std::copy(std::begin(launch.grid_dim), std::end(launch.grid_dim), kernel.grid);
   std::copy(std::begin(launch.block_dim), std::end(launch.block_dim), kernel.block);
-  launches_[correlation] = launch_in_flight{state,
+  const std::uint64_t order = launch_order_++;
+  launches_[order] = launch_in_flight{state,
                                             slot,
                                             table->ranges_on_host,
                                             static_cast<std::uint32_t>(launch.device),
                                             correlation,
                                             launch.stream_handle_,
-                                            launch_order_++,
+                                            order,
                                             runtime::monotonic_raw_ns(),
                                             name,
                                             stream_id,

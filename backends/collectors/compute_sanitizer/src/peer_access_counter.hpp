@@ -30,10 +30,9 @@
 // memory segments) and cuMemMap of a handle cuMemCreate made in host memory
 // (NCCL's cuMem host allocations).
 //
-// Counted: kernels launched through the launch APIs. Not yet: kernels replayed
-// from CUDA graphs (their launches carry no counter slot, the patch returns at
-// once), accesses in device functions the kernel calls without inlining
-// (counted as outside functions).
+// Counted: kernels launched through the launch APIs, and the kernel nodes of
+// CUDA graphs launched from the host (each node launch is one, sharing the
+// graph launch's correlation id). Not counted: graphs launched from the device.
 #pragma once
 
 #include <array>
@@ -128,6 +127,7 @@ class peer_access_counter {
   static void on_callback(void* self, int domain, api::callback_id id, const void* data);
   void on_resource(api::callback_id id, const void* data);
   void on_host_memory_call(api::callback_id id, const api::callback_data& call);
+  // A launch, or a kernel node of a graph's launch.
   void on_launch_begin(const api::launch_data& launch);
   void module_loaded(const api::resource_module_data& module);
   // Maps the code addresses of a module's functions not yet mapped (lazily
@@ -185,7 +185,7 @@ class peer_access_counter {
   std::uint64_t next_module_id_ = 1;
   function_map functions_;
   std::unordered_map<CUcontext, std::uint32_t> devices_;
-  std::unordered_map<std::uint64_t, launch_in_flight> launches_;  // by correlation id
+  std::unordered_map<std::uint64_t, launch_in_flight> launches_;  // by order: a graph's share a correlation id
   std::uint64_t launch_order_ = 0;
   std::vector<runtime::gpu_remote_access_batch> batches_;
   struct timed_kernel {

@@ -26,6 +26,7 @@ using callback_id = std::uint32_t;                // Sanitizer_CallbackId
 inline constexpr int domain_driver_api = 1;
 inline constexpr int domain_resource = 3;
 inline constexpr int domain_launch = 5;
+inline constexpr int domain_graphs = 10;
 
 // Sanitizer_CallbackIdResource
 inline constexpr callback_id context_creation_finished = 3;
@@ -43,6 +44,9 @@ inline constexpr callback_id memory_free_async = 16;
 // Sanitizer_CallbackIdLaunch
 inline constexpr callback_id launch_begin = 1;
 inline constexpr callback_id launch_end = 3;
+
+// Sanitizer_CallbackIdGraphs
+inline constexpr callback_id graph_node_launch_begin = 4;
 
 // Sanitizer_InstructionId
 inline constexpr int instruction_block_enter = 1;
@@ -115,6 +119,15 @@ struct launch_data {  // Sanitizer_LaunchData
   CUcontext api_context;
   CUstream api_stream;
   stream_handle api_stream_handle;
+};
+
+struct graph_node_launch_data {  // Sanitizer_GraphNodeLaunchData
+  CUgraphExec graph_exec;
+  std::uint32_t launch_id;
+  CUgraphNode node;
+  CUgraphNodeType node_type;
+  launch_data launch;  // of the API's union, the member for kernel nodes (also its largest)
+  std::uint32_t is_graph_upload;
 };
 
 using callback_fn = void (*)(void* userdata, int domain, callback_id id, const void* data);
