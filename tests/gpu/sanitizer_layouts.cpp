@@ -83,6 +83,7 @@ SAME_OFFSET(api::graph_node_launch_data, Sanitizer_GraphNodeLaunchData, node, no
 SAME_OFFSET(api::graph_node_launch_data, Sanitizer_GraphNodeLaunchData, node_type, nodeType);
 SAME_OFFSET(api::graph_node_launch_data, Sanitizer_GraphNodeLaunchData, launch, launchData);
 SAME_OFFSET(api::graph_node_launch_data, Sanitizer_GraphNodeLaunchData, is_graph_upload, isGraphUpload);
+static_assert(sizeof(api::graph_node_launch_data::other_operation) == sizeof(Sanitizer_MemcpyData));
 
 // The functions: the same number of parameters and the same sizes (ferret's
 // declarations use int for the API's enums and its own opaque handle types).

@@ -126,7 +126,10 @@ struct graph_node_launch_data {  // Sanitizer_GraphNodeLaunchData
   std::uint32_t launch_id;
   CUgraphNode node;
   CUgraphNodeType node_type;
-  launch_data launch;  // of the API's union, the member for kernel nodes (also its largest)
+  union {
+    launch_data launch;                  // kernel nodes
+    unsigned char other_operation[144];  // the union's largest member, Sanitizer_MemcpyData
+  };
   std::uint32_t is_graph_upload;
 };
 
