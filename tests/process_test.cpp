@@ -316,6 +316,25 @@ TEST_CASE("a backend's library that calls back while it loads") {
   CHECK(probe.find("session active at load 1, verbosity at load 0\n") != std::string::npos);
 }
 
+TEST_CASE("a program that loads a GPU runtime without ferret's collector for it is told, once, at exit") {
+  const auto result = run("level-zero-loaded", {{"FERRET_BACKEND", "chrome"}, {"FERRET_OUTPUT", "run"}});
+  if (result.out.find("skipped:") != std::string::npos) {
+    MESSAGE("skipped: ", result.out);
+    return;
+  }
+  CHECK(result.exit_code == 0);
+  const auto lines = result.error_lines();
+  REQUIRE(lines.size() == 2);
+  CHECK(lines[0] ==
+        "ferret: ferret-test-app loaded Level Zero without ferret's collector for it: that work is not "
+        "recorded (Level Zero: linking ferret::level_zero (pkg-config ferret-level_zero), or ferret-run "
+        "(LD_PRELOAD))");
+  CHECK(lines[1].rfind("ferret: chrome trace: ", 0) == 0);
+  // Errors only: not said.
+  CHECK(run("level-zero-loaded", {{"FERRET_BACKEND", "chrome"}, {"FERRET_OUTPUT", "run"}, {"FERRET_VERBOSE", "0"}})
+            .err.empty());
+}
+
 TEST_CASE("outputs: missing directories are made; one that cannot be written turns off only its backend") {
   SUBCASE("missing parent directories") {
     const auto result = run("regions", {{"FERRET_BACKEND", "chrome"},

@@ -1,5 +1,6 @@
 // test_app: a small annotated program that process_test runs with different
 // environments, to check what users see: messages, files, exit paths, fork.
+#include <dlfcn.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -37,6 +38,16 @@ int main(int argc, char** argv) {
     std::vector<std::thread> threads;
     for (int t = 0; t < 2; ++t) threads.emplace_back(some_regions, t == 0 ? "first" : "second", count);
     for (auto& t : threads) t.join();
+    std::puts("finished");
+    return 0;
+  }
+  if (mode == "level-zero-loaded") {
+    // A program that uses Level Zero, linked without ferret's collector for it.
+    if (dlopen("libze_loader.so.1", RTLD_NOW | RTLD_GLOBAL) == nullptr) {
+      std::printf("skipped: no Level Zero loader (%s)\n", dlerror());
+      return 0;
+    }
+    some_regions("loaded", 10);
     std::puts("finished");
     return 0;
   }

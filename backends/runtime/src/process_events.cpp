@@ -78,6 +78,8 @@ void install_signal_handlers() {
 
 void runtime_state::report(session& s) {
   if (s.config.verbose >= 1)
+    if (const std::string missing = missing_collectors(); !missing.empty()) message("{}", missing);
+  if (s.config.verbose >= 1)
     for (auto& out : s.backends) message("{}", out->describe());
   if (const std::uint64_t lost = s.dropped_full.load() + s.dropped_late.load(); lost > 0)
     message("{} events were dropped: {} with the buffers full (raise FERRET_BUFFER_SIZE, now {} "

@@ -111,6 +111,10 @@ bool is_directory(const std::string& path);
 
 // The file name of /proc/self/exe.
 std::string executable_name();
+/// One line naming the vendor runtimes this process loaded without ferret's
+/// collector for them (a program linked with ferret, not run under ferret-run);
+/// empty when there are none.
+std::string missing_collectors();
 
 // ---------------------------------------------------------------------------
 // Buffers
