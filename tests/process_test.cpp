@@ -150,6 +150,23 @@ TEST_CASE("FERRET_OUTPUT: file, pattern and directory") {
   fs::remove_all(home);
 }
 
+TEST_CASE("FERRET_OUTPUT naming a .txt file: the summary is written there, not printed") {
+  auto result = run("regions", {{"FERRET_BACKEND", "summary"}, {"FERRET_OUTPUT", "run.txt"}});
+  CHECK(result.exit_code == 0);
+  CHECK(result.error_lines() == std::vector<std::string>{"ferret: summary: run.txt"});
+  const std::string text = ferret::testing::read_file(result.directory / "run.txt");
+  CHECK(text.rfind("ferret summary: ferret-test-app (pid ", 0) == 0);
+  CHECK(text.find("Host regions") != std::string::npos);
+  // Beside another backend, each keeps its own extension.
+  result = run("regions", {{"FERRET_BACKEND", "chrome,summary"}, {"FERRET_OUTPUT", "run.TXT"}});
+  CHECK(fs::exists(result.directory / "run.json"));
+  CHECK(ferret::testing::read_file(result.directory / "run.TXT").rfind("ferret summary: ", 0) == 0);
+  // Any other name: printed on stderr, as always.
+  result = run("regions", {{"FERRET_BACKEND", "summary"}, {"FERRET_OUTPUT", "run.json"}});
+  CHECK(result.err.find("ferret summary: ferret-test-app") != std::string::npos);
+  CHECK(result.files().empty());
+}
+
 TEST_CASE("configuration errors: one clear line, the program runs on untraced") {
   const std::vector<std::pair<std::map<std::string, std::string>, std::string>> cases{
       {{{"FERRET_BACKEND", "chorme"}}, "unknown backend 'chorme' in FERRET_BACKEND (did you mean chrome? backends: "},

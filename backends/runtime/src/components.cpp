@@ -18,7 +18,7 @@ constexpr component table[] = {
      "FERRET_BACKEND=otf2"},
     {"tau", "tau", backend, "TAU profiles (profile.N.C.T) for ParaProf and pprof, in the folder FERRET_OUTPUT",
      "FERRET_BACKEND=tau"},
-    {"summary", "summary", backend, "tables of time, GPU work and data objects on stderr at exit",
+    {"summary", "summary", backend, "tables of time, GPU work and data objects at exit, on stderr or in FERRET_OUTPUT when it ends in .txt",
      "FERRET_BACKEND=summary"},
     {"report", "report", backend, "one HTML page of the run, written at exit, in FERRET_OUTPUT.html",
      "FERRET_BACKEND=report"},

@@ -23,7 +23,8 @@ constexpr setting table[] = {
     {"FERRET_OUTPUT", "path", "ferret-%e-%p",
      "Output file, or directory when it ends in '/' or exists. Each backend adds its extension "
      "(.json for chrome; otf2 and tau write into the directory of that name without its "
-     "extension: run.json gives run/). %p: process id, %h: host name, %e: executable name, "
+     "extension: run.json gives run/; the summary is printed on stderr, or written to a name "
+     "ending in .txt). %p: process id, %h: host name, %e: executable name, "
      "%%: '%'; a leading ~/ is $HOME. A name "
      "without %p that several processes share (children, MPI ranks): the first keeps it, the "
      "others write beside it with their pid."},

@@ -2,10 +2,13 @@
 // summary_backend.hpp for the layout; profile_model.hpp computes the numbers.
 #include "summary_backend.hpp"
 
+#include "ferret/runtime/runtime.hpp"
+
 #include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
@@ -703,25 +706,43 @@ std::string job_summary_text(const model& run, const profile::job_profile& job) 
 
 class summary_backend final : public profile::profile_backend {
  public:
-  summary_backend(const runtime::session_info& session, int fd)
-      : profile_backend(session), fd_(fd) {}
+  // `path` empty: printed on `fd` (stderr's, or a test's).
+  summary_backend(const runtime::session_info& session, int fd, std::string path)
+      : profile_backend(session), fd_(fd), path_(std::move(path)) {}
 
-  std::string describe() const override { return "summary: printed on stderr"; }
+  std::string describe() const override {
+    return path_.empty() ? "summary: printed on stderr" : "summary: " + path_;
+  }
 
  private:
   // Rank 0 of an MPI job prints the job summary; the other ranks' parts are in it.
   void write(const profile::profile_model& run, const profile::job_profile* job) override {
     if (job != nullptr)
-      write_all(job_summary_text(run, *job));
+      deliver(job_summary_text(run, *job));
     else if (!reduced_into_rank_0())
-      write_all(summary_text(run, true));
+      deliver(summary_text(run, true));
+  }
+
+  // Into the file, opened again now (the program may have closed and reused
+  // every descriptor since the start); where it cannot be, on stderr after a
+  // line that says so.
+  void deliver(std::string_view text) const {
+    if (path_.empty()) return write_all(fd_, text);
+    std::string reason;
+    const int file = runtime::open_output_file(path_, reason);
+    if (file < 0) {
+      runtime::print_message(fmt::format("cannot write the summary to '{}': {}; printed here instead", path_, reason));
+      return write_all(STDERR_FILENO, text);
+    }
+    write_all(file, text);
+    ::close(file);
   }
 
   // One write(2) for the whole report unless the pipe takes it in parts, so
   // that it is not interleaved with the application's output.
-  void write_all(std::string_view text) const {
+  static void write_all(int fd, std::string_view text) {
     while (!text.empty()) {
-      const ssize_t written = ::write(fd_, text.data(), text.size());
+      const ssize_t written = ::write(fd, text.data(), text.size());
       if (written < 0) {
         if (errno == EINTR) continue;
         return;  // stderr is gone: nowhere to say so
@@ -731,13 +752,24 @@ class summary_backend final : public profile::profile_backend {
   }
 
   int fd_;
+  std::string path_;
 };
+
+// FERRET_OUTPUT naming a .txt file (in any case) is where the summary goes;
+// otherwise it is printed on stderr.
+bool names_text_file(const runtime::backend_context& context) {
+  const std::string& path = context.output;
+  constexpr std::string_view extension = ".txt";
+  if (context.output_is_directory || path.size() <= extension.size()) return false;
+  return std::equal(extension.begin(), extension.end(), path.end() - static_cast<std::ptrdiff_t>(extension.size()),
+                    [](char wanted, char c) { return std::tolower(static_cast<unsigned char>(c)) == wanted; });
+}
 
 }  // namespace
 
 std::unique_ptr<runtime::backend> make_backend_writing_to(const runtime::session_info& session,
                                                           int fd) {
-  return std::make_unique<summary_backend>(session, fd);
+  return std::make_unique<summary_backend>(session, fd, std::string{});
 }
 
 std::unique_ptr<runtime::backend> make_backend(const runtime::backend_context& context,
@@ -746,9 +778,19 @@ std::unique_ptr<runtime::backend> make_backend(const runtime::backend_context& c
     error = "cannot print the summary: no session";
     return nullptr;
   }
-  return make_backend_writing_to(*context.session, STDERR_FILENO);
+  if (!names_text_file(context)) return make_backend_writing_to(*context.session, STDERR_FILENO);
+  // Made (or emptied) now, so that a place that cannot be written is said at the start.
+  std::string reason;
+  const int fd = runtime::open_output_file(context.output, reason);
+  if (fd < 0) {
+    error = fmt::format("cannot write the summary to '{}': {}", context.output, reason);
+    return nullptr;
+  }
+  ::close(fd);
+  return std::make_unique<summary_backend>(*context.session, -1, context.output);
 }
 
-FERRET_REGISTER_BACKEND("summary", "a plain-text report on stderr at exit", make_backend);
+FERRET_REGISTER_BACKEND("summary", "a plain-text report at exit, on stderr or in FERRET_OUTPUT when it ends in .txt",
+                        make_backend);
 
 }  // namespace ferret::summary

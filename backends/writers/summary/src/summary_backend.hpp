@@ -1,6 +1,7 @@
 // backends/writers/summary — a plain-text report on stderr at the end of the
 // run (FERRET_BACKEND=summary, alone or beside another backend), so that a
-// question such as "where does the GPU time go?" needs no file and no viewer.
+// question such as "where does the GPU time go?" needs no file and no viewer;
+// into FERRET_OUTPUT instead when that names a .txt file.
 //
 //   ferret summary: heat (pid 4242), 2.345 s, 1234 GPU operations
 //   metrics (HPCToolkit's names): GKER kernel time, GXCOPY bytes copied, ...
@@ -36,8 +37,10 @@
 
 namespace ferret::summary {
 
-/// The factory FERRET_BACKEND=summary uses: reports on stderr. Fails (nullptr,
-/// `error` set) only when the context has no session.
+/// The factory FERRET_BACKEND=summary uses: reports on stderr, or into
+/// FERRET_OUTPUT when it names a .txt file (made now; opened again to write at
+/// exit). Fails (nullptr, `error` set) when the context has no session or that
+/// file cannot be made.
 FERRET_EXPORT std::unique_ptr<runtime::backend> make_backend(
     const runtime::backend_context& context, std::string& error);
 
