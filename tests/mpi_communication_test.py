@@ -62,12 +62,15 @@ def fail(message):
     sys.exit(1)
 
 
-def run_ranks(options, traces, skewed, backend="chrome", ranks=RANKS):
+def run_ranks(options, traces, skewed, backend="chrome", ranks=RANKS, summary_file=None):
     output = traces + "/" if backend in ("chrome", "tau", "summary,tau,report") else traces
     environment = dict(os.environ, **ENVIRONMENT, FERRET_BACKEND=backend,
                        FERRET_OUTPUT=output, FERRET_VERBOSE="1")
-    if backend == "summary":  # on stderr
-        del environment["FERRET_OUTPUT"]
+    if backend == "summary":  # on stderr, or in the .txt file named
+        if summary_file is None:
+            del environment["FERRET_OUTPUT"]
+        else:
+            environment["FERRET_OUTPUT"] = summary_file
     if options.lsan_suppressions:
         # Under AddressSanitizer: OpenMPI's own leaks only (see mpi_example.cmake).
         environment["LSAN_OPTIONS"] = (f"suppressions={options.lsan_suppressions}:"
@@ -108,11 +111,14 @@ def run_ranks(options, traces, skewed, backend="chrome", ranks=RANKS):
     stderr = "".join(rank_stderr(rank) for rank in range(ranks))
     # FERRET_VERBOSE=1: ferret says only where each output went.
     rest = re.sub(r"ferret: (chrome trace|otf2 archive|tau profile|summary|report): [^\n]*\n", "", stderr)
-    if backend.startswith("summary"):  # rank 0's job summary, with its own summary
+    if backend.startswith("summary") and summary_file is None:  # rank 0's job summary, with its own
         summaries = rest.count("ferret job summary: "), rest.count("ferret summary: ")
         rest = "" if summaries == (1, 1) else rest
     if rest or "incomplete" in stderr:
         fail(f"unexpected messages from the ranks:\n{stderr}")
+    if summary_file is not None:
+        with open(summary_file) as f:
+            return f.read()
     if backend.startswith("summary"):
         return rank_stderr(0)
     if backend != "chrome":
@@ -303,6 +309,19 @@ def expected_bytes(sender, receiver):
 
 def check_summary(options):
     text = run_ranks(options, os.path.join(options.work, "unused"), False, backend="summary")
+    check_job_summary(text)
+    # FERRET_OUTPUT naming a .txt file: the job summary there, and no file of the other ranks.
+    folder = os.path.join(options.work, "summary-file")
+    shutil.rmtree(folder, ignore_errors=True)
+    os.makedirs(folder)
+    text = run_ranks(options, folder + "-run", False, backend="summary",
+                     summary_file=os.path.join(folder, "job.txt"))
+    if sorted(os.listdir(folder)) != ["job.txt"]:
+        fail(f"FERRET_OUTPUT=job.txt: {sorted(os.listdir(folder))} in {folder}, expected only job.txt")
+    check_job_summary(text)
+
+
+def check_job_summary(text):
     lines = text.splitlines()
     heading = [i for i, line in enumerate(lines) if line == "MPI point-to-point bytes (rank x rank)"]
     if len(heading) != 1:

@@ -711,6 +711,7 @@ class summary_backend final : public profile::profile_backend {
       : profile_backend(session), fd_(fd), path_(std::move(path)) {}
 
   std::string describe() const override {
+    if (in_rank_0s_) return "summary: in rank 0's job summary";
     return path_.empty() ? "summary: printed on stderr" : "summary: " + path_;
   }
 
@@ -721,6 +722,9 @@ class summary_backend final : public profile::profile_backend {
       deliver(job_summary_text(run, *job));
     else if (!reduced_into_rank_0())
       deliver(summary_text(run, true));
+    else if (!path_.empty())
+      ::unlink(path_.c_str());  // made empty at the start; this rank's part is in rank 0's
+    in_rank_0s_ = job == nullptr && reduced_into_rank_0();
   }
 
   // Into the file, opened again now (the program may have closed and reused
@@ -753,6 +757,7 @@ class summary_backend final : public profile::profile_backend {
 
   int fd_;
   std::string path_;
+  bool in_rank_0s_ = false;  // an MPI rank but 0: its part went into rank 0's job summary
 };
 
 // FERRET_OUTPUT naming a .txt file (in any case) is where the summary goes;
