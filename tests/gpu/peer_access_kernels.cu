@@ -4,8 +4,8 @@
 //   region "host_reads"  on GPU 0: loads N floats from mapped pinned host
 //                        memory (data object "host_input"), stores them locally
 //   region "local_only"  on GPU 0: loads and stores its own memory only
-//   region "graph_reads" on GPU 0: the host reads again, as a CUDA graph (one
-//                        kernel node) launched twice
+//   region "graph_reads" on GPU 0: the host reads again, and the local kernel,
+//                        as a CUDA graph (two kernel nodes) launched twice
 //   region "peer"        (two GPUs with peer access) on GPU 0: loads N floats
 //                        from GPU 1 ("peer_input") and stores M to GPU 1
 //                        ("peer_output")
@@ -224,6 +224,7 @@ int main() {
     cudaGraphExec_t graph_exec = nullptr;
     CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
     read_host<<<(n + threads - 1) / threads, threads, 0, stream>>>(local, host_on_device, n);
+    local_only<<<(n + threads - 1) / threads, threads, 0, stream>>>(local, n);
     CHECK_CUDA(cudaStreamEndCapture(stream, &graph));
     CHECK_CUDA(cudaGraphInstantiate(&graph_exec, graph, 0));
     for (int launch = 0; launch < graph_launches; ++launch) CHECK_CUDA(cudaGraphLaunch(graph_exec, stream));

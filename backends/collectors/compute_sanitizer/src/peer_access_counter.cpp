@@ -104,6 +104,7 @@ struct peer_access_counter::launch_in_flight {
   std::uint64_t correlation;
   api::stream_handle stream;  // read back on it: in order after the kernel
   std::uint64_t order;        // launches_ are read back oldest first when slots run out
+  bool graph;                 // a graph launch's kernels, all of them: no kernel event
   // For its kernel's event:
   std::int64_t submitted_ns;  // CLOCK_MONOTONIC_RAW, when the launch callback was done: before the kernel
   const char* name;           // mangled; interned
@@ -227,13 +228,13 @@ void peer_access_counter::on_callback(void* self, int domain, api::callback_id i
   } else if (domain == api::domain_resource) {
     counter->on_resource(id, data);
   } else if (domain == api::domain_launch) {
-    if (id == api::launch_begin) counter->on_launch_begin(*static_cast<const api::launch_data*>(data));
+    if (id == api::launch_begin) counter->on_launch_begin(*static_cast<const api::launch_data*>(data), false);
     if (id == api::launch_end) t_launch_correlation = 0;
   } else if (domain == api::domain_graphs && id == api::graph_node_launch_begin) {
     // Each kernel node of a graph launch, inside the graph's launch call.
     const auto& node = *static_cast<const api::graph_node_launch_data*>(data);
     if (node.node_type == CU_GRAPH_NODE_TYPE_KERNEL && node.is_graph_upload == 0)
-      counter->on_launch_begin(node.launch);
+      counter->on_launch_begin(node.launch, true);
   }
 }
 
@@ -487,7 +488,7 @@ void peer_access_counter::release_tables(context_state& state) {
   }
 }
 
-void peer_access_counter::on_launch_begin(const api::launch_data& launch) {
+void peer_access_counter::on_launch_begin(const api::launch_data& launch, bool graph_node) {
   const std::uint64_t correlation = t_launch_correlation;
   if (correlation == 0) {
     std::lock_guard lock{mutex_};
@@ -497,6 +498,18 @@ void peer_access_counter::on_launch_begin(const api::launch_data& launch) {
   const own_calls inside;
   std::unique_lock lock{mutex_};
   context_state* state = context_of(launch.context);
+  if (graph_node) {
+    // The kernels of one graph launch run with the data given to its last
+    // node, whatever each node is given (seen on an H200, CUDA 13.0): they
+    // share one counter slot, their accesses told apart by instruction.
+    for (const auto& [order, known] : launches_)
+      if (known.graph && known.correlation == correlation && known.context == state) {
+        api_.set_launch_callback_data(launch.launch, launch.function, launch.stream_handle_,
+                                      state->launch_struct(known.slot));
+        ++graph_kernel_nodes_;
+        return;
+      }
+  }
   if (state->slab == nullptr && !prepare_slab(*state, launch.context)) {
     ++launches_without_slot_;
     return;
@@ -564,11 +577,13 @@ void peer_access_counter::on_launch_begin(const api::launch_data& launch) {
                                             correlation,
                                             launch.stream_handle_,
                                             order,
+                                            graph_node,
                                             runtime::monotonic_raw_ns(),
                                             name,
                                             stream_id,
                                             kernel};
   ++launches_counted_;
+  graph_kernel_nodes_ += graph_node ? 1 : 0;
 }
 
 peer_access_counter::read_result peer_access_counter::read_back(const launch_in_flight& launch,
@@ -651,6 +666,7 @@ void peer_access_counter::finish(std::vector<launch_in_flight>& launches) {
 
 void peer_access_counter::add_kernel(const launch_in_flight& launch, const ferret_peer_launch& header,
                                      const runtime::gpu_remote_access_batch* batches, std::size_t batch_count) {
+  if (launch.graph) return;  // its times span the graph's kernels: none of them alone
   const std::uint64_t entered = ~header.first_entry_inverted;
   if (header.first_entry_inverted == 0 || header.last_exit < entered) {
     ++kernels_untimed_;  // no block ran it, or a patch that did not time it
@@ -737,6 +753,7 @@ void peer_access_counter::add_metadata(runtime::metadata_list& metadata) const {
   metadata.emplace_back("peer-access-launches-dropped-no-call", count(launches_without_call_));
   metadata.emplace_back("peer-access-launches-dropped-read-failed", count(read_failures_));
   metadata.emplace_back("peer-access-kernels-untimed", count(kernels_untimed_));
+  metadata.emplace_back("peer-access-graph-kernel-nodes", count(graph_kernel_nodes_));
   metadata.emplace_back("peer-accesses-dropped-table-full", count(losses_.accesses_lost_table_full));
   metadata.emplace_back("peer-accesses-dropped-key-overflow", count(losses_.accesses_lost_key_overflow));
   metadata.emplace_back("peer-accesses-dropped-in-no-range", count(losses_.accesses_in_no_range));

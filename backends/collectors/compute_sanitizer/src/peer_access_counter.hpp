@@ -31,8 +31,11 @@
 // (NCCL's cuMem host allocations).
 //
 // Counted: kernels launched through the launch APIs, and the kernel nodes of
-// CUDA graphs launched from the host (each node launch is one, sharing the
-// graph launch's correlation id). Not counted: graphs launched from the device.
+// CUDA graphs launched from the host: a graph launch's kernels share one
+// counter slot (the sanitizer gives them all the data set for its last node),
+// so their bytes are exact per kernel function and line, joined to the graph
+// launch's call, but they have no kernel events of their own. Not counted:
+// graphs launched from the device.
 #pragma once
 
 #include <array>
@@ -128,7 +131,7 @@ class peer_access_counter {
   void on_resource(api::callback_id id, const void* data);
   void on_host_memory_call(api::callback_id id, const api::callback_data& call);
   // A launch, or a kernel node of a graph's launch.
-  void on_launch_begin(const api::launch_data& launch);
+  void on_launch_begin(const api::launch_data& launch, bool graph_node);
   void module_loaded(const api::resource_module_data& module);
   // Maps the code addresses of a module's functions not yet mapped (lazily
   // loaded ones are retried at the module's first launches, a bounded number
@@ -209,6 +212,7 @@ class peer_access_counter {
   std::uint64_t launches_without_call_ = 0;
   std::uint64_t read_failures_ = 0;
   std::uint64_t kernels_untimed_ = 0;  // read back without a block's entry and exit noted
+  std::uint64_t graph_kernel_nodes_ = 0;  // kernel nodes of graph launches counted
   std::unordered_set<std::string> interned_names_;  // functions and files: stable c_str()
   std::map<std::pair<std::uint64_t, std::uint64_t>, source_line> lines_;  // by function start, offset
   bool said_refusal_ = false;
