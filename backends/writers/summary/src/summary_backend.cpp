@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
@@ -760,14 +759,11 @@ class summary_backend final : public profile::profile_backend {
   bool in_rank_0s_ = false;  // an MPI rank but 0: its part went into rank 0's job summary
 };
 
-// FERRET_OUTPUT naming a .txt file (in any case) is where the summary goes;
-// otherwise it is printed on stderr.
+// FERRET_OUTPUT naming a .txt file (in any case) is where the summary goes
+// (output_file() keeps a path that already has the extension); otherwise it is
+// printed on stderr.
 bool names_text_file(const runtime::backend_context& context) {
-  const std::string& path = context.output;
-  constexpr std::string_view extension = ".txt";
-  if (context.output_is_directory || path.size() <= extension.size()) return false;
-  return std::equal(extension.begin(), extension.end(), path.end() - static_cast<std::ptrdiff_t>(extension.size()),
-                    [](char wanted, char c) { return std::tolower(static_cast<unsigned char>(c)) == wanted; });
+  return runtime::output_file(context, ".txt") == context.output;
 }
 
 }  // namespace
