@@ -48,15 +48,22 @@ int add_file_name(dl_phdr_info* info, std::size_t, void* data) {
 
 }  // namespace
 
-std::string missing_collectors() {
-  if (std::getenv("FERRET_RUN_STATUS") != nullptr) return {};  // under ferret-run
+std::vector<std::string> loaded_library_files() {
   std::vector<std::string> loaded;
   dl_iterate_phdr(add_file_name, &loaded);
-  const auto is_loaded = [&](std::string_view prefix) {
-    for (const std::string& file : loaded)
-      if (std::string_view{file}.substr(0, prefix.size()) == prefix) return true;
-    return false;
-  };
+  return loaded;
+}
+
+bool library_loaded(const std::vector<std::string>& files, std::string_view prefix) {
+  for (const std::string& file : files)
+    if (std::string_view{file}.substr(0, prefix.size()) == prefix) return true;
+  return false;
+}
+
+std::string missing_collectors() {
+  if (std::getenv("FERRET_RUN_STATUS") != nullptr) return {};  // under ferret-run
+  const std::vector<std::string> loaded = loaded_library_files();
+  const auto is_loaded = [&](std::string_view prefix) { return library_loaded(loaded, prefix); };
   std::vector<std::string_view> labels;
   std::vector<std::string> remedies;
   for (const vendor_runtime& vendor : vendor_runtimes()) {

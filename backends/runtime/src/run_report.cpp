@@ -8,10 +8,8 @@
 // program itself (pid FERRET_RUN_PID: ferret-run exec'd it) reads them at its
 // own exit and, if no process recorded or tried to, says why nothing was.
 #include <fcntl.h>
-#include <link.h>
 
 #include <cstdlib>
-#include <cstring>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -49,22 +47,14 @@ constexpr library_mark library_marks[] = {
     {"libpython3", seen_python},
 };
 
-int add_library_marks(dl_phdr_info* info, std::size_t, void* data) {
-  const char* path = info->dlpi_name;
-  if (path == nullptr) return 0;
-  const char* slash = std::strrchr(path, '/');
-  const std::string_view file = slash != nullptr ? slash + 1 : path;
-  for (const library_mark& mark : library_marks)
-    if (file.substr(0, mark.prefix.size()) == mark.prefix) *static_cast<unsigned*>(data) |= mark.flag;
-  return 0;
-}
-
 unsigned seen_here() {
   unsigned flags = 0;
   const runtime_state::asked done = runtime_state::instance().asked_so_far();
   if (done.tried_recording) flags |= seen_recording;
   if (done.attached) flags |= seen_annotations;
-  dl_iterate_phdr(add_library_marks, &flags);
+  const std::vector<std::string> loaded = loaded_library_files();
+  for (const library_mark& mark : library_marks)
+    if (library_loaded(loaded, mark.prefix)) flags |= mark.flag;
   return flags;
 }
 

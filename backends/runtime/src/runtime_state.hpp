@@ -111,6 +111,10 @@ bool is_directory(const std::string& path);
 
 // The file name of /proc/self/exe.
 std::string executable_name();
+/// The file names (no folder) of the shared objects loaded in this process.
+std::vector<std::string> loaded_library_files();
+/// Whether one of `files` starts with `prefix` ("libcuda.so").
+bool library_loaded(const std::vector<std::string>& files, std::string_view prefix);
 /// One line naming the vendor runtimes this process loaded without ferret's
 /// collector for them (a program linked with ferret, not run under ferret-run);
 /// empty when there are none.
