@@ -589,7 +589,6 @@ void peer_access_counter::on_launch_begin(const api::launch_data& launch, bool g
 peer_access_counter::read_result peer_access_counter::read_back(const launch_in_flight& launch,
                                                                 ferret_peer_launch& header,
                                                                 std::vector<ferret_peer_counter>& counters) const {
-  header = ferret_peer_launch{};
   counters.clear();
   const context_state& state = *launch.context;
   // On the launch's stream: the copy waits for the kernel, and for nothing else.

@@ -152,7 +152,8 @@ class peer_access_counter {
   // devices): it replaces any peer view recorded at its address. Under mutex_.
   void own_range(std::uint64_t address, std::uint64_t bytes, std::int32_t device);
   enum class read_result { counters, no_counter_used, failed };
-  // Copies a launch's header and counters back (without mutex_: it waits for the kernel).
+  // Copies a launch's header and counters back (without mutex_: it waits for the
+  // kernel); a header that could not be read is zero.
   read_result read_back(const launch_in_flight& launch, ferret_peer_launch& header,
                         std::vector<ferret_peer_counter>& counters) const;
   // A kernel's registers, static shared and local memory, from the driver once
